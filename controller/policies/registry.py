@@ -1,0 +1,116 @@
+"""Names of the scheduling policies, for the CLI and experiment specs.
+
+A new policy is a new module in this package plus one line in ``_ENTRIES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from controller.policies.base import BatchPolicy, GangPolicy, PolicyError
+from controller.policies.batch import EASY, FCFS, Conservative
+from controller.policies.gang import GangBackfill, GangGreedy, StrictGang
+from controller.policies.lookahead import Lookahead
+from controller.policies.paired import PairedGang
+from controller.policies.params import ParamSpec
+
+Policy = BatchPolicy | GangPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyEntry:
+    name: str
+    family: str  # "batch" or "gang"
+    summary: str
+    factory: Callable[..., Policy]
+    params: tuple[ParamSpec, ...]
+
+
+def _entry(name: str, family: str, summary: str, cls: type[Policy]) -> PolicyEntry:
+    params: tuple[ParamSpec, ...] = getattr(cls, "PARAMS", ())
+    return PolicyEntry(name, family, summary, cls, params)
+
+
+_ENTRIES: tuple[PolicyEntry, ...] = (
+    _entry("fcfs", "batch", "first come, first served; the head blocks the queue", FCFS),
+    _entry("easy", "batch", "EASY (aggressive) backfilling: only the head holds a reservation", EASY),
+    _entry(
+        "conservative",
+        "batch",
+        "conservative backfilling: every queued job holds a reservation",
+        Conservative,
+    ),
+    _entry(
+        "lookahead",
+        "batch",
+        "lookahead backfilling by dynamic programming (Shmueli & Feitelson; seed 001 §3.1)",
+        Lookahead,
+    ),
+    _entry("gang", "gang", "strict gang scheduling: one matrix row per quantum", StrictGang),
+    _entry(
+        "gang-greedy",
+        "gang",
+        "gang with greedy admission over a bounded number of slots (seed 001 §3.2.1)",
+        GangGreedy,
+    ),
+    _entry(
+        "gang-backfill",
+        "gang",
+        "gang with lookahead-backfilling admission (seed 001 §3.2.2)",
+        GangBackfill,
+    ),
+    _entry(
+        "paired-gang",
+        "gang",
+        "paired gang: two complementary rows per quantum (seed 000 §2)",
+        PairedGang,
+    ),
+)
+
+REGISTRY: Mapping[str, PolicyEntry] = {e.name: e for e in _ENTRIES}
+
+
+def names() -> list[str]:
+    return [e.name for e in _ENTRIES]
+
+
+def lookup(name: str) -> PolicyEntry:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise PolicyError(
+            f"unknown policy {name!r}; valid policies: {', '.join(names())}"
+        ) from None
+
+
+def parse_params(entry: PolicyEntry, raw: Mapping[str, str]) -> dict[str, object]:
+    """Typed keyword arguments from ``key=value`` strings; unknown keys are an error."""
+    known = {p.name: p for p in entry.params}
+    out: dict[str, object] = {}
+    for key, text in raw.items():
+        spec = known.get(key)
+        if spec is None:
+            valid = ", ".join(known) or "(none)"
+            raise PolicyError(
+                f"policy {entry.name!r} has no parameter {key!r}; valid parameters: {valid}"
+            )
+        try:
+            out[key] = spec.parse(text)
+        except ValueError as exc:
+            raise PolicyError(f"policy {entry.name!r}: {exc}") from None
+    return out
+
+
+def make_policy(name: str, nodes: int, params: Mapping[str, object] | None = None) -> Policy:
+    """Build a policy by registry name with already-typed parameters."""
+    entry = lookup(name)
+    known = {p.name for p in entry.params}
+    kwargs = dict(params or {})
+    for key in kwargs:
+        if key not in known:
+            valid = ", ".join(sorted(known)) or "(none)"
+            raise PolicyError(
+                f"policy {entry.name!r} has no parameter {key!r}; valid parameters: {valid}"
+            )
+    return entry.factory(nodes, **kwargs)

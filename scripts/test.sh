@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command: lint, format check, type check, then every test.
+# Root-only tests (real cgroups, namespaces, links) run when we are root and skip otherwise.
+set -euo pipefail
+venv=${1:-.venv}
+shift || true
+bin="$venv/bin"
+echo "== ruff check"; "$bin/ruff" check .
+echo "== ruff format --check"; "$bin/ruff" format --check .
+echo "== mypy"; "$bin/mypy"
+if [ "${1:-}" = "--lint-only" ]; then exit 0; fi
+echo "== pytest"
+"$bin/pytest" -q --timeout=600 tests

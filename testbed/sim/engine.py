@@ -1,0 +1,368 @@
+"""Discrete-event simulator in virtual time, driving the pure policies.
+
+Three loops share one contract with the policies (controller/policies/base.py):
+
+* :func:`_run_batch` -- arrivals and completions from a heap; after every
+  event time, the policy says which queued jobs start. Jobs run for their
+  true run time (the policy only ever sees the estimate).
+* :func:`_run_gang_exact` -- quantum by quantum: ask the policy for a
+  :class:`QuantumPlan`, progress the runnable jobs with the execution model
+  (testbed/sim/execution.py), sub-stepping at completions and phase changes,
+  report the measured utilization back.
+* :func:`_run_gang_fluid` -- seed 004's appendix assumption: the quantum is
+  much shorter than the time between arrivals and departures, so a job's
+  rate is constant in between. At every such event the loop plays one round
+  of the matrix (``slot_count`` quanta, feeding the predictor as the exact
+  loop would) and holds the round's mean rates until the next event.
+
+A job larger than the machine is rejected with a reason and the run goes on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from array import array
+from collections.abc import Callable, Sequence
+
+from controller.policies.base import BatchPolicy, GangPolicy
+from testbed.sim.execution import gang_rates
+from testbed.sim.job import SimJob
+from testbed.sim.results import MatchingStats, SimConfig, SimResult
+
+Progress = Callable[[int], None]
+
+_EPS = 1e-9
+
+
+class SimulationError(RuntimeError):
+    """The policy stopped making progress (a policy bug, not bad input)."""
+
+
+def simulate(
+    jobs: Sequence[SimJob],
+    policy: BatchPolicy | GangPolicy,
+    config: SimConfig,
+    *,
+    progress: Progress | None = None,
+) -> SimResult:
+    """Run ``jobs`` (any order) under ``policy``; ``progress(k)`` is told of k more ended jobs."""
+    if policy.nodes != config.nodes:
+        raise ValueError(f"policy has {policy.nodes} nodes but config has {config.nodes}")
+    ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+    n = len(ordered)
+    nan = math.nan
+    result = SimResult(
+        policy=getattr(policy, "name", type(policy).__name__),
+        config=config,
+        jobs=ordered,
+        start=array("d", [nan]) * n,
+        end=array("d", [nan]) * n,
+        cpu=array("d", [0.0]) * n,
+    )
+    began = time.perf_counter()
+    if isinstance(policy, BatchPolicy):
+        _run_batch(ordered, policy, result, progress)
+    elif config.mode == "exact":
+        _run_gang_exact(ordered, policy, config, result, progress)
+    else:
+        _run_gang_fluid(ordered, policy, config, result, progress)
+    result.wall_seconds = time.perf_counter() - began
+    return result
+
+
+def _mean_cpu(job: SimJob) -> float:
+    return sum(p.fraction * p.cpu for p in job.phases)
+
+
+def _run_batch(
+    jobs: list[SimJob], policy: BatchPolicy, res: SimResult, progress: Progress | None
+) -> None:
+    n = len(jobs)
+    nodes = policy.nodes
+    index = {j.job_id: i for i, j in enumerate(jobs)}
+    start, end, cpu = res.start, res.end, res.cpu
+    st, sn = res.series_t, res.series_n
+    heap: list[tuple[float, int]] = []  # (end time, job index)
+    push, pop = heapq.heappush, heapq.heappop
+    submit, finish, schedule = policy.submit, policy.finish, policy.schedule
+    i = 0
+    in_system = 0
+    pending_report = 0
+    inf = math.inf
+    while i < n or heap:
+        t_arr = jobs[i].submit if i < n else inf
+        t_end = heap[0][0] if heap else inf
+        now = t_arr if t_arr < t_end else t_end
+        # completions first: a job ending at t frees its nodes for one arriving at t
+        while heap and heap[0][0] <= now:
+            _, k = pop(heap)
+            finish(jobs[k].job_id, now)
+            end[k] = now
+            in_system -= 1
+            pending_report += 1
+        while i < n and jobs[i].submit <= now:
+            job = jobs[i]
+            if job.size > nodes:
+                res.rejected.append(
+                    (job.job_id, f"size {job.size} > {nodes} nodes of the machine")
+                )
+            else:
+                submit(job.request(), now)
+                in_system += 1
+            i += 1
+        for req in schedule(now):
+            k = index[req.job_id]
+            job = jobs[k]
+            start[k] = now
+            cpu[k] = job.size * job.runtime * _mean_cpu(job)
+            push(heap, (now + job.runtime, k))
+        st.append(now)
+        sn.append(in_system)
+        if progress is not None and pending_report >= 1000:
+            progress(pending_report)
+            pending_report = 0
+    if policy.queue_length:
+        raise SimulationError(
+            f"{policy.queue_length} jobs still queued with nothing running: the policy stalled"
+        )
+    if progress is not None and pending_report:
+        progress(pending_report)
+
+
+class _Live:
+    """Progress of one admitted job in the gang loops."""
+
+    __slots__ = ("cpu_used", "done", "index", "job")
+
+    def __init__(self, index: int, job: SimJob) -> None:
+        self.index = index
+        self.job = job
+        self.done = 0.0  # seconds of dedicated run time completed
+        self.cpu_used = 0.0  # processor-seconds of CPU
+
+
+def _admit(
+    jobs: list[SimJob],
+    i: int,
+    now: float,
+    policy: GangPolicy,
+    live: dict[int, _Live],
+    res: SimResult,
+) -> int:
+    """Submit every job that has arrived by ``now``; returns the next index."""
+    n = len(jobs)
+    while i < n and jobs[i].submit <= now + _EPS:
+        job = jobs[i]
+        if job.size > policy.nodes:
+            res.rejected.append(
+                (job.job_id, f"size {job.size} > {policy.nodes} nodes of the machine")
+            )
+        else:
+            policy.submit(job.request(), job.submit)
+            live[job.job_id] = _Live(i, job)
+        i += 1
+    return i
+
+
+def _retire(
+    j: int, now: float, live: dict[int, _Live], policy: GangPolicy, res: SimResult
+) -> None:
+    state = live.pop(j)
+    res.end[state.index] = now
+    res.cpu[state.index] = state.cpu_used
+    if math.isnan(res.start[state.index]):
+        res.start[state.index] = now
+    policy.finish(j, now)
+
+
+def _run_gang_exact(
+    jobs: list[SimJob],
+    policy: GangPolicy,
+    cfg: SimConfig,
+    res: SimResult,
+    progress: Progress | None,
+) -> None:
+    n = len(jobs)
+    q_len, cs, interf = cfg.quantum, cfg.context_switch, cfg.interference
+    live: dict[int, _Live] = {}
+    stats = MatchingStats()
+    res.matching = stats
+    prev_running: frozenset[int] = frozenset()
+    i = 0
+    t = 0.0
+    idle_quanta = 0
+    while i < n or live:
+        i = _admit(jobs, i, t, policy, live, res)
+        if not live:
+            if i < n:
+                t = max(t, jobs[i].submit)
+            continue
+        # zero-length jobs end the moment they are admitted
+        for j in [j for j, s in live.items() if s.job.runtime <= 0]:
+            _retire(j, t, live, policy, res)
+        if not live:
+            continue
+        plan = policy.next_quantum(t)
+        running = [j for j in plan.running if j in live]
+        stats.record(plan.slot, plan.partner)
+        if not running:
+            idle_quanta += 1
+            if idle_quanta > 1000 and i >= n:
+                raise SimulationError(
+                    f"{len(live)} jobs in the system but none runnable for 1000 quanta"
+                )
+            t = min(t + q_len, jobs[i].submit) if i < n and jobs[i].submit > t else t + q_len
+            continue
+        idle_quanta = 0
+        for j in running:
+            k = live[j].index
+            if math.isnan(res.start[k]):
+                res.start[k] = t
+        # context switch: a job switched in this quantum loses ``cs`` seconds
+        quantum_cpu = dict.fromkeys(running, 0.0)
+        node_jobs = [[j for j in jobs_on if j in live] for jobs_on in plan.node_jobs]
+        remaining = q_len
+        delay = {j: (cs if j not in prev_running else 0.0) for j in running}
+        elapsed = 0.0
+        active = set(running)
+        while remaining > _EPS and active:
+            states = {j: live[j] for j in active}
+
+            def demand(j: int, states: dict[int, _Live] = states) -> float:
+                s = states[j]
+                return s.job.cpu_at(s.done)
+
+            # while switching in, a job neither progresses nor competes for the CPU
+            ready = [[j for j in nj if j in active and delay[j] <= _EPS] for nj in node_jobs]
+            rates = gang_rates(ready, demand, interf)
+            step = remaining
+            for j in active:
+                if delay[j] > _EPS:
+                    step = min(step, delay[j])
+                    continue
+                r = rates.get(j, 0.0)
+                if r <= 0:
+                    continue
+                s = states[j]
+                boundary = s.job.phase_end(s.done)
+                step = min(step, (boundary - s.done) / r)
+            step = max(step, 0.0)
+            ended: list[int] = []
+            for j in active:
+                s = states[j]
+                if delay[j] > _EPS:
+                    delay[j] -= step
+                    continue
+                r = rates.get(j, 0.0)
+                u = s.job.cpu_at(s.done)
+                s.done += r * step
+                used = r * u * step
+                s.cpu_used += used * s.job.size
+                quantum_cpu[j] += used
+                if s.done >= s.job.runtime - _EPS:
+                    ended.append(j)
+            remaining -= step
+            elapsed += step
+            for j in ended:
+                active.discard(j)
+                _retire(j, t + elapsed, live, policy, res)
+            if ended and progress is not None:
+                progress(len(ended))
+        # the quantum ends early when every runnable job has ended (nodes would idle)
+        t += elapsed if not active else q_len
+        policy.observe({j: quantum_cpu[j] / max(elapsed, _EPS) for j in running})
+        prev_running = frozenset(active)
+        res.series_t.append(t)
+        res.series_n.append(len(live))
+
+
+def _run_gang_fluid(
+    jobs: list[SimJob],
+    policy: GangPolicy,
+    cfg: SimConfig,
+    res: SimResult,
+    progress: Progress | None,
+) -> None:
+    n = len(jobs)
+    q_len, cs, interf = cfg.quantum, cfg.context_switch, cfg.interference
+    live: dict[int, _Live] = {}
+    stats = MatchingStats()
+    res.matching = stats
+    i = 0
+    t = 0.0
+    inf = math.inf
+    stalls = 0
+    while i < n or live:
+        i = _admit(jobs, i, t, policy, live, res)
+        if not live:
+            if i < n:
+                t = max(t, jobs[i].submit)
+            continue
+        for j in [j for j, s in live.items() if s.job.runtime <= 0]:
+            _retire(j, t, live, policy, res)
+        if not live:
+            continue
+
+        def demand(j: int) -> float:
+            s = live[j]
+            return s.job.cpu_at(s.done)
+
+        # one round of the matrix gives each job its share of the coming interval
+        rounds = max(1, policy.slot_count)
+        mean_rate: dict[int, float] = {}
+        mean_util: dict[int, float] = {}
+        plans = []
+        prev: frozenset[int] = frozenset()
+        for _ in range(rounds):
+            plan = policy.next_quantum(t)
+            plans.append(plan)
+            rates = gang_rates(plan.node_jobs, demand, interf)
+            util: dict[int, float] = {}
+            for j, r in rates.items():
+                if j not in live:
+                    continue
+                # a job switched in loses the context-switch time of its quantum
+                eff = r * (1.0 - cs / q_len) if (cs and j not in prev) else r
+                mean_rate[j] = mean_rate.get(j, 0.0) + eff / rounds
+                util[j] = eff * demand(j)
+                mean_util[j] = mean_util.get(j, 0.0) + util[j] / rounds
+            policy.observe(util)
+            prev = frozenset(rates)
+        for j in mean_rate:
+            k = live[j].index
+            if math.isnan(res.start[k]):
+                res.start[k] = t
+        # the interval lasts until the next arrival, completion or phase change
+        dt = jobs[i].submit - t if i < n else inf
+        for j, r in mean_rate.items():
+            if r <= 0:
+                continue
+            s = live[j]
+            dt = min(dt, (s.job.phase_end(s.done) - s.done) / r)
+        if dt == inf:
+            stalls += 1
+            if stalls > 1000:
+                raise SimulationError(f"{len(live)} jobs in the system but none runnable")
+            dt = q_len * rounds
+        else:
+            stalls = 0
+        dt = max(dt, 0.0)
+        weight = dt / (q_len * rounds) if rounds else 0.0
+        for plan in plans:
+            stats.record(plan.slot, plan.partner, weight)
+        ended: list[int] = []
+        for j, r in mean_rate.items():
+            s = live[j]
+            s.done += r * dt
+            s.cpu_used += mean_util[j] * dt * s.job.size
+            if s.done >= s.job.runtime - _EPS * max(1.0, s.job.runtime):
+                ended.append(j)
+        t += dt
+        for j in ended:
+            _retire(j, t, live, policy, res)
+        if ended and progress is not None:
+            progress(len(ended))
+        res.series_t.append(t)
+        res.series_n.append(len(live))

@@ -1,0 +1,53 @@
+"""Execution model: how fast each runnable job progresses in a quantum.
+
+Assumptions (documented in docs/simulator.md, issue 2 "Execution model"):
+
+* One process of a gang per node; a job's *rate* is its progress in seconds of
+  dedicated run time per second of wall time (1.0 = as on a dedicated machine).
+* A process in a phase with CPU utilization ``u`` needs the CPU for a fraction
+  ``u`` of its dedicated wall time; the rest is I/O or communication wait,
+  which overlaps with other processes' CPU use (seed 000 §2.2).
+* The processes left runnable on one node share its CPU. When their demands
+  sum to at most 1 they all progress at full speed; otherwise the CPU is
+  shared in proportion to demand, so each progresses at ``1 / sum(u)``.
+* Sharing a node costs an ``interference`` fraction of speed (caches, memory
+  bus, I/O device contention), applied to every process that shares; seed 000
+  §4.1 measured a few percent for a compute job paired with an I/O job.
+* Processes of a gang synchronise (barriers), so a gang progresses at the
+  speed of its slowest process: the minimum of its per-node rates. Gangs are
+  coscheduled, so no extra barrier wait arises beyond that minimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+
+def gang_rates(
+    node_jobs: Sequence[Sequence[int]],
+    demand: Callable[[int], float],
+    interference: float,
+) -> dict[int, float]:
+    """Progress rate of every job runnable somewhere in ``node_jobs``.
+
+    ``demand(job_id)`` is the job's CPU utilization in its current phase.
+    """
+    rates: dict[int, float] = {}
+    share_factor = 1.0 - interference
+    for jobs in node_jobs:
+        if not jobs:
+            continue
+        if len(jobs) == 1:
+            j = jobs[0]
+            if j not in rates:
+                rates[j] = 1.0
+            continue
+        total = 0.0
+        for j in jobs:
+            total += demand(j)
+        r = share_factor if total <= 1.0 else share_factor / total
+        for j in jobs:
+            old = rates.get(j)
+            if old is None or r < old:
+                rates[j] = r
+    return rates

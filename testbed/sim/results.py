@@ -1,0 +1,85 @@
+"""What a simulation run produces: per-job times and run-wide series."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+from testbed.sim.job import SimJob
+
+
+@dataclass(slots=True)
+class SimConfig:
+    """Parameters of the execution model (docs/simulator.md).
+
+    ``quantum`` and ``context_switch`` are seconds; ``interference`` is the
+    fraction of speed a process loses while it shares its node. ``mode`` is
+    ``exact`` (every quantum simulated) or ``fluid`` (rates change only at
+    arrivals, departures and phase changes; seed 004 appendix). Batch policies
+    ignore all of these.
+    """
+
+    nodes: int
+    quantum: float = 1.0
+    context_switch: float = 0.0
+    interference: float = 0.05
+    mode: str = "exact"
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError(f"nodes must be >= 1, got {self.nodes}")
+        if not self.quantum > 0:
+            raise ValueError(f"quantum must be > 0 seconds, got {self.quantum}")
+        if not 0 <= self.context_switch < self.quantum:
+            raise ValueError(
+                f"context switch must be in [0, quantum), got {self.context_switch}"
+            )
+        if not 0 <= self.interference < 1:
+            raise ValueError(f"interference must be in [0, 1), got {self.interference}")
+        if self.mode not in ("exact", "fluid"):
+            raise ValueError(f"mode must be 'exact' or 'fluid', got {self.mode!r}")
+
+
+@dataclass(slots=True)
+class MatchingStats:
+    """Paired gang matching (seed 000 Fig. 7 bottom), weighted by quanta."""
+
+    quanta: float = 0.0  # quanta in which some slot had its turn
+    matched: float = 0.0  # of those, quanta that ran with a partner slot
+    slot_turns: dict[int, float] = field(default_factory=dict)  # slot -> quanta it ran
+    slot_matched: dict[int, float] = field(default_factory=dict)  # slot -> quanta it ran paired
+
+    def record(self, slot: int | None, partner: int | None, weight: float = 1.0) -> None:
+        if slot is None:
+            return
+        self.quanta += weight
+        self.slot_turns[slot] = self.slot_turns.get(slot, 0.0) + weight
+        if partner is not None:
+            self.matched += weight
+            self.slot_matched[slot] = self.slot_matched.get(slot, 0.0) + weight
+            self.slot_turns[partner] = self.slot_turns.get(partner, 0.0) + weight
+            self.slot_matched[partner] = self.slot_matched.get(partner, 0.0) + weight
+
+
+@dataclass(slots=True)
+class SimResult:
+    """Raw outcome of one run. Times are seconds of virtual time.
+
+    ``start[i]``/``end[i]``/``cpu[i]`` belong to ``jobs[i]``; ``cpu`` is
+    processor-seconds of CPU the job consumed. Rejected jobs (larger than the
+    machine) are listed with their reason and have NaN times.
+    ``series_t``/``series_n`` sample the number of jobs in the system after
+    every event.
+    """
+
+    policy: str
+    config: SimConfig
+    jobs: list[SimJob]
+    start: array[float]
+    end: array[float]
+    cpu: array[float]
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    series_t: array[float] = field(default_factory=lambda: array("d"))
+    series_n: array[float] = field(default_factory=lambda: array("d"))
+    matching: MatchingStats | None = None
+    wall_seconds: float = 0.0
