@@ -20,8 +20,14 @@ class ParamSpec:
     help: str
     choices: tuple[str, ...] = ()
 
-    def parse(self, text: str) -> int | float | bool | str:
-        """Convert a command-line string; ValueError with a reason if it does not fit."""
+    def parse(self, text: str) -> int | float | bool | str | None:
+        """Convert a command-line string; ValueError with a reason if it does not fit.
+
+        A parameter whose default is None (e.g. ``max_slots``: unlimited) takes
+        ``none`` or ``unlimited`` to mean None.
+        """
+        if self.default is None and text.strip().lower() in ("none", "unlimited"):
+            return None
         if self.kind is bool:
             low = text.strip().lower()
             if low in ("1", "true", "yes", "on"):
@@ -40,5 +46,7 @@ class ParamSpec:
             except ValueError:
                 raise ValueError(f"{self.name}: expected a number, got {text!r}") from None
         if self.choices and text not in self.choices:
-            raise ValueError(f"{self.name}: expected one of {', '.join(self.choices)}, got {text!r}")
+            raise ValueError(
+                f"{self.name}: expected one of {', '.join(self.choices)}, got {text!r}"
+            )
         return text

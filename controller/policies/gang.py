@@ -1,0 +1,361 @@
+"""Strict gang scheduling over an Ousterhout matrix, with FCFS, greedy or backfilling admission.
+
+* Time sharing (seed 000 §2.1): one matrix row runs per quantum, rows in
+  round-robin order; alternate scheduling (seed 000 §2.6) fills the selected
+  row's idle nodes with jobs of other rows.
+* Admission (seed 001 §3.2): the number of rows may be bounded (the
+  multiprogramming level ``max_slots``); a job that fits no row waits. The
+  queue is served ``fcfs`` (the head blocks everyone behind it), ``greedy``
+  (§3.2.1: every waiting job that fits some row is placed, whatever its
+  position) or ``backfill`` (§3.2.2: the head holds a reservation and later
+  jobs may go first only if they do not delay it).
+
+Reservation estimate used by ``backfill`` (the papers give none for time
+sharing): a placed job's remaining dedicated work is ``estimate - service``,
+where service is the wall time of the quanta in which it was runnable
+(measured between consecutive :meth:`next_quantum` calls); because a job gets
+one quantum in ``S`` when the matrix has ``S`` rows, it is expected to end
+``remaining * S`` after now, with ``S`` the current row count. The head's
+reservation is the earliest such end time at which some row has enough free
+nodes (ties: the lowest row), and the nodes it will take there are the
+lowest-numbered ones free at that time, matching the placement rule. A later
+job may be placed in any other row, or in the reserved row if it is expected
+to end by the reservation (``estimate * S``) or uses only free nodes outside
+the reserved ones.
+
+Round-robin pointer: it names the next row to run; a row appended at the end
+is reached in the current round, and when compaction deletes rows the pointer
+follows the surviving rows so that no surviving row loses its turn. A job that
+compaction moves up into a row that already ran this round waits for the next
+round (at most one extra round; compaction only happens when a job ends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.policies.base import GangPolicy, JobRequest, PolicyError, QuantumPlan
+from controller.policies.matrix import BEST_FIT, FIRST_FIT, PLACEMENTS, OusterhoutMatrix, Placement
+from controller.policies.params import ParamSpec
+
+FCFS = "fcfs"
+GREEDY = "greedy"
+BACKFILL = "backfill"
+ADMISSIONS: tuple[str, ...] = (FCFS, GREEDY, BACKFILL)
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """The queue head's promise under ``backfill``: row, time and nodes."""
+
+    job_id: int
+    slot: int
+    time: float
+    nodes: tuple[int, ...]
+
+
+def _common_params(max_slots: int | None) -> tuple[ParamSpec, ...]:
+    return (
+        ParamSpec(
+            "max_slots",
+            int,
+            max_slots,
+            "most matrix rows (multiprogramming level); none = unlimited",
+        ),
+        ParamSpec("placement", str, FIRST_FIT, "row choice for a new gang", PLACEMENTS),
+    )
+
+
+_ALTERNATE = ParamSpec(
+    "alternate", bool, True, "fill idle nodes with jobs of other rows (seed 000 §2.6)"
+)
+_ADMISSION = ParamSpec("admission", str, FCFS, "queue rule when no row fits", ADMISSIONS)
+
+
+class MatrixGang(GangPolicy):
+    """Shared machinery: matrix, queue and admission, service accounting, round robin.
+
+    Subclasses build the per-quantum plan (:meth:`_build_plan`) and may react
+    to matrix changes (:meth:`_matrix_changed`) or act before a row is chosen
+    (:meth:`_before_select`).
+    """
+
+    def __init__(
+        self,
+        nodes: int,
+        *,
+        max_slots: int | None = None,
+        placement: str = FIRST_FIT,
+        admission: str = FCFS,
+        alternate: bool = True,
+    ) -> None:
+        super().__init__(nodes)
+        if placement not in PLACEMENTS:
+            raise PolicyError(f"unknown placement {placement!r}; expected one of {PLACEMENTS}")
+        if admission not in ADMISSIONS:
+            raise PolicyError(f"unknown admission {admission!r}; expected one of {ADMISSIONS}")
+        self.matrix = OusterhoutMatrix(nodes, max_slots)
+        self.placement_rule = placement
+        self.admission = admission
+        self.alternate = alternate
+        self.reservation: Reservation | None = None  # last one computed, for inspection
+        self._jobs: dict[int, JobRequest] = {}
+        self._queue: list[JobRequest] = []
+        self._service: dict[int, float] = {}
+        self._next = 0
+        self._last_now: float | None = None
+        self._last_running: frozenset[int] = frozenset()
+
+    # ------------------------------------------------------------ GangPolicy
+    def submit(self, job: JobRequest, now: float) -> None:
+        """Queue the job and admit what the admission rule allows."""
+        if job.size > self.nodes:
+            raise PolicyError(f"job {job.job_id}: size {job.size} exceeds {self.nodes} nodes")
+        if job.job_id in self._jobs:
+            raise PolicyError(f"job {job.job_id} was already submitted")
+        self._jobs[job.job_id] = job
+        self._queue.append(job)
+        self._admit(now)
+
+    def finish(self, job_id: int, now: float) -> None:
+        """Drop a job (placed or still queued), compact the matrix, admit waiting jobs."""
+        job = self._jobs.pop(job_id, None)
+        if job is None:
+            raise PolicyError(f"job {job_id} is unknown")
+        self._service.pop(job_id, None)
+        self._forget(job_id)
+        if job_id in self.matrix:
+            self.matrix.remove(job_id)
+            compaction = self.matrix.compact()
+            self._next = sum(1 for old in compaction.slot_map if old < self._next)
+            self._matrix_changed()
+        else:
+            self._queue = [q for q in self._queue if q.job_id != job_id]
+        self._admit(now)
+
+    def next_quantum(self, now: float) -> QuantumPlan:
+        """Credit the last quantum, admit, pick the next row, build its plan."""
+        self._credit(now)
+        self._admit(now)
+        self._before_select(now)
+        count = self.matrix.slot_count
+        if count == 0:
+            self._last_running = frozenset()
+            return QuantumPlan(slot=None, partner=None, node_jobs=((),) * self.nodes)
+        slot = self._next if self._next < count else 0
+        self._next = slot + 1
+        plan = self._build_plan(slot)
+        self._last_running = plan.running
+        return plan
+
+    @property
+    def queue_length(self) -> int:
+        return len(self._queue)
+
+    @property
+    def slot_count(self) -> int:
+        return self.matrix.slot_count
+
+    def placement(self, job_id: int) -> tuple[int, tuple[int, ...]] | None:
+        where = self.matrix.placement_of(job_id)
+        return None if where is None else (where.slot, where.nodes)
+
+    # ---------------------------------------------------------------- extras
+    @property
+    def queued(self) -> tuple[int, ...]:
+        """Ids of waiting jobs in queue order."""
+        return tuple(j.job_id for j in self._queue)
+
+    def service(self, job_id: int) -> float:
+        """Wall time the job has been runnable (0.0 if queued or unknown)."""
+        return self._service.get(job_id, 0.0)
+
+    def expected_end(self, job_id: int, now: float) -> float:
+        """When a placed job is expected to end under time sharing (module docstring)."""
+        job = self._jobs[job_id]
+        remaining = max(0.0, job.estimate - self._service.get(job_id, 0.0))
+        return now + remaining * max(1, self.matrix.slot_count)
+
+    # -------------------------------------------------------------- admission
+    def _admit(self, now: float) -> None:
+        if self.admission == GREEDY:
+            for job in list(self._queue):
+                self._try_place(job)
+            return
+        while self._queue and self._try_place(self._queue[0]):
+            pass
+        if self.admission == FCFS or not self._queue:
+            self.reservation = None
+            return
+        for job in list(self._queue[1:]):
+            res = self._reserve(self._queue[0], now)
+            self.reservation = res
+            where = self._backfill_spot(job, res, now)
+            if where is not None:
+                self._place(job, where)
+        self.reservation = self._reserve(self._queue[0], now)
+
+    def _try_place(self, job: JobRequest) -> bool:
+        where = self.matrix.find(job.size, self.placement_rule)
+        if where is None:
+            return False
+        self._place(job, where)
+        return True
+
+    def _place(self, job: JobRequest, where: Placement) -> None:
+        self.matrix.place_at(job.job_id, where.slot, where.nodes)
+        self._queue.remove(job)
+        self._service[job.job_id] = 0.0
+        self._matrix_changed()
+
+    def _reserve(self, head: JobRequest, now: float) -> Reservation:
+        """Earliest (time, row) at which ``head`` would find enough free nodes."""
+        best: Reservation | None = None
+        for slot in range(self.matrix.slot_count):
+            free = set(self.matrix.free_nodes(slot))
+            ends = sorted((self.expected_end(j, now), j) for j in self.matrix.jobs_in(slot))
+            when = now
+            for end, job_id in ends:
+                if len(free) >= head.size:
+                    break
+                free.update(self.matrix.nodes_of(job_id))
+                when = end
+            # Nodes of every job expected to be gone by then are free too.
+            for end, job_id in ends:
+                if end <= when + _EPS:
+                    free.update(self.matrix.nodes_of(job_id))
+            if best is None or when < best.time - _EPS:
+                best = Reservation(head.job_id, slot, when, tuple(sorted(free))[: head.size])
+        if best is None:  # unreachable: the head waits only when max_slots rows exist
+            raise PolicyError("backfill reservation with an empty matrix")
+        return best
+
+    def _backfill_spot(self, job: JobRequest, res: Reservation, now: float) -> Placement | None:
+        """Where ``job`` may go without delaying ``res``, by the placement rule."""
+        stretch = max(1, self.matrix.slot_count)
+        ends_in_time = now + job.estimate * stretch <= res.time + _EPS
+        options: list[tuple[int, int, tuple[int, ...]]] = []  # (free left, slot, nodes)
+        for slot in range(self.matrix.slot_count):
+            free = self.matrix.free_nodes(slot)
+            if slot == res.slot and not ends_in_time:
+                free = tuple(n for n in free if n not in res.nodes)
+            if len(free) >= job.size:
+                left = len(self.matrix.free_nodes(slot)) - job.size
+                options.append((left, slot, free[: job.size]))
+        if not options:
+            return None
+        if self.placement_rule == BEST_FIT:
+            _, slot, nodes = min(options)
+        else:
+            _, slot, nodes = min(options, key=lambda o: o[1])
+        return Placement(slot, nodes)
+
+    # ------------------------------------------------------------------ hooks
+    def _credit(self, now: float) -> None:
+        if self._last_now is not None:
+            dt = max(0.0, now - self._last_now)
+            for job_id in self._last_running:
+                if job_id in self._service:
+                    self._service[job_id] += dt
+        self._last_now = now
+
+    def _matrix_changed(self) -> None:
+        """Called after any placement, removal, compaction or move."""
+
+    def _forget(self, job_id: int) -> None:
+        """Called when a job leaves the system."""
+
+    def _before_select(self, now: float) -> None:
+        """Called each quantum after admission, before the row is chosen."""
+
+    def _build_plan(self, slot: int) -> QuantumPlan:
+        raise NotImplementedError
+
+
+class StrictGang(MatrixGang):
+    """Strict gang scheduling: one row per quantum, round robin, plus alternates.
+
+    Seed 000 §2.1 and §2.6; admission as in seed 001 §3.2 (see module docstring).
+    A node runs the job of the selected row, or else the alternate placed on
+    it, or nothing.
+    """
+
+    name = "gang"
+    PARAMS: tuple[ParamSpec, ...] = (*_common_params(None), _ADMISSION, _ALTERNATE)
+
+    def __init__(
+        self,
+        nodes: int,
+        *,
+        max_slots: int | None = None,
+        placement: str = FIRST_FIT,
+        admission: str = FCFS,
+        alternate: bool = True,
+    ) -> None:
+        super().__init__(
+            nodes,
+            max_slots=max_slots,
+            placement=placement,
+            admission=admission,
+            alternate=alternate,
+        )
+
+    def _build_plan(self, slot: int) -> QuantumPlan:
+        node_jobs: list[tuple[int, ...]] = [()] * self.nodes
+        for n in self.matrix.busy_nodes(slot):
+            job = self.matrix.cell(slot, n)
+            if job is not None:
+                node_jobs[n] = (job,)
+        alternates = self.matrix.alternates(slot) if self.alternate else ()
+        for job in alternates:
+            for n in self.matrix.nodes_of(job):
+                node_jobs[n] = (job,)
+        return QuantumPlan(
+            slot=slot,
+            partner=None,
+            node_jobs=tuple(node_jobs),
+            alternates=frozenset(alternates),
+        )
+
+
+class GangGreedy(StrictGang):
+    """Gang scheduling with greedy admission (seed 001 §3.2.1), 3 rows by default."""
+
+    name = "gang-greedy"
+    PARAMS: tuple[ParamSpec, ...] = (*_common_params(3), _ALTERNATE)
+
+    def __init__(
+        self,
+        nodes: int,
+        *,
+        max_slots: int | None = 3,
+        placement: str = FIRST_FIT,
+        alternate: bool = True,
+    ) -> None:
+        super().__init__(
+            nodes, max_slots=max_slots, placement=placement, admission=GREEDY, alternate=alternate
+        )
+
+
+class GangBackfill(StrictGang):
+    """Gang scheduling with backfilling admission (seed 001 §3.2.2), 3 rows by default."""
+
+    name = "gang-backfill"
+    PARAMS: tuple[ParamSpec, ...] = (*_common_params(3), _ALTERNATE)
+
+    def __init__(
+        self,
+        nodes: int,
+        *,
+        max_slots: int | None = 3,
+        placement: str = FIRST_FIT,
+        alternate: bool = True,
+    ) -> None:
+        super().__init__(
+            nodes,
+            max_slots=max_slots,
+            placement=placement,
+            admission=BACKFILL,
+            alternate=alternate,
+        )
