@@ -1,0 +1,150 @@
+"""Starting, checking and stopping the per-node agents.
+
+An agent runs inside its node's network namespace and inside the node's
+cgroups (``cosched/<node>`` in every hierarchy), entered between fork and exec,
+so the agent and everything it launches start confined to the node. PIDs are
+recorded with their start time; we only ever signal a PID whose start time
+still matches (PID reuse would otherwise make us kill a stranger).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import psutil
+
+from .netns import NetnsEnterer
+from .state import AgentRecord
+
+AGENT_PORT = 7070
+METRICS_PORT = 9100
+START_GRACE_S = 0.5
+
+
+def agent_command(
+    node: str,
+    ctl_ip: str,
+    key_file: str,
+    cgroup_parent: str,
+    python: str = sys.executable,
+    listen_port: int = AGENT_PORT,
+    metrics_port: int = METRICS_PORT,
+) -> list[str]:
+    """The command line that starts one node's agent. The single place to adjust flags."""
+    return [
+        python,
+        "-m",
+        "agent",
+        "--node",
+        node,
+        "--listen",
+        f"{ctl_ip}:{listen_port}",
+        "--metrics",
+        f"{ctl_ip}:{metrics_port}",
+        "--key-file",
+        key_file,
+        "--cgroup-parent",
+        cgroup_parent,
+    ]
+
+
+def agent_available() -> bool:
+    """True when ``python -m agent`` can run (the package has a ``__main__``)."""
+    try:
+        return importlib.util.find_spec("agent.__main__") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def start_agent(
+    node: str,
+    netns: str,
+    cmd: list[str],
+    cgroup_procs: list[str],
+    log_path: str,
+    grace_s: float = START_GRACE_S,
+) -> AgentRecord:
+    """Start ``cmd`` in ``netns`` and the given cgroups; fail if it dies at once."""
+    enter = NetnsEnterer(netns, [(p, "") for p in cgroup_procs])
+    try:
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=enter,
+                start_new_session=True,  # survives the CLI's terminal going away
+                close_fds=True,
+            )
+    finally:
+        enter.close()
+    start = psutil.Process(proc.pid).create_time()
+    rec = AgentRecord(node=node, pid=proc.pid, start_time=start, cmd=cmd, log=log_path)
+    time.sleep(grace_s)
+    if proc.poll() is not None:
+        raise RuntimeError(
+            f"agent for {node} exited with status {proc.returncode}; see {log_path}:\n"
+            + _tail(log_path)
+        )
+    return rec
+
+
+def _tail(path: str, nbytes: int = 2000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - nbytes))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def same_process(pid: int, start_time: float) -> bool:
+    """True if ``pid`` is still the process we started (start time matches)."""
+    try:
+        p = psutil.Process(pid)
+        return bool(abs(p.create_time() - start_time) < 0.05 and p.status() != psutil.STATUS_ZOMBIE)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def stop_agent(rec: AgentRecord, timeout_s: float = 3.0) -> bool:
+    """SIGTERM, then SIGKILL after ``timeout_s``. Returns True if it was running."""
+    if not same_process(rec.pid, rec.start_time):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(rec.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not same_process(rec.pid, rec.start_time):
+            return True
+        time.sleep(0.05)
+    if same_process(rec.pid, rec.start_time):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(rec.pid, signal.SIGKILL)
+    # Reap if it is our own child (``up`` rolling back); otherwise init reaps it.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(rec.pid, os.WNOHANG)
+    return True
+
+
+def probe_metrics(ip: str, port: int = METRICS_PORT, timeout_s: float = 1.0) -> str:
+    """GET /metrics from the host over the control network: "ok", or why not."""
+    url = f"http://{ip}:{port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return "ok" if resp.status == 200 else f"HTTP {resp.status}"
+    except urllib.error.HTTPError as err:
+        return f"HTTP {err.code}"
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        return f"no answer ({reason})"

@@ -1,0 +1,471 @@
+"""The emulated cluster: plan, bring up (with rollback), status, tear down.
+
+Topology (Mininet-like, but every kernel object is prefixed and recorded)::
+
+    cosched-n0 ── csd0 ═══ csd-n0 ─┐                        (data: shaped)
+    cosched-n1 ── csd0 ═══ csd-n1 ─┴ csbr0 in cosched-data
+    cosched-n0 ── csc0 ═══ csc-n0 ─┐                        (control: unshaped)
+    cosched-n1 ── csc0 ═══ csc-n1 ─┼ csbr0 in cosched-ctl
+    host ──── csc-host ═══ csc-hostp┘
+
+Only ``csc-host`` lives in the root namespace; everything else disappears with
+its namespace. ``up`` writes each object into the ledger *before* creating it,
+so on any failure the same :func:`teardown` that ``down`` uses removes exactly
+what exists (deletes are idempotent: a recorded-but-never-made object is a no-op).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import agents as agent_mod
+from . import cpu as cpu_mod
+from . import state as state_mod
+from .cgroups import CgroupFS, V1CgroupFS, remove_if_empty, remove_tree, thaw_subtree
+from .errors import ClusterError
+from .links import NetBackend, Pyroute2Backend
+from .names import (
+    BRIDGE,
+    CGROUP_ROOT,
+    CTL_NETNS,
+    DATA_NETNS,
+    HOST_CTL_IF,
+    HOST_CTL_PEER,
+    MAX_NODES,
+    NODE_CTL_IF,
+    NODE_DATA_IF,
+    AddressPlan,
+    ctl_port,
+    data_port,
+    is_node_cgroup,
+    is_our_netns,
+    node_cgroup,
+    node_name,
+    node_netns,
+)
+from .profiles import LinkProfile
+from .shaping import (
+    HtbParams,
+    NetemParams,
+    check_applied,
+    delay_mechanism,
+    htb_params,
+    netem_params,
+    params_dict,
+    shape_interface,
+    summarize_tc,
+)
+from .state import AgentRecord, ClusterState
+
+REQUIRED_FEATURES = ("netns", "veth", "bridge", "htb")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    nodes: int
+    profile: LinkProfile
+    cpus_per_node: float | None = None
+    addresses: AddressPlan = field(default_factory=AddressPlan.build)
+    start_agents: bool = True
+    python: str = sys.executable
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    index: int
+    name: str
+    netns: str
+    data_ip: str
+    ctl_ip: str
+    data_port: str
+    ctl_port: str
+    cgroup: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    nodes: tuple[NodePlan, ...]
+    addresses: AddressPlan
+    profile: LinkProfile
+    htb: HtbParams
+    netem: NetemParams | None
+    cpu: cpu_mod.CpuPlan
+
+
+def build_plan(config: ClusterConfig, cores: list[int]) -> ClusterPlan:
+    """Everything ``up`` will create, computed without touching the kernel.
+
+    Raises ValueError for impossible requests, before anything exists.
+    """
+    if not 1 <= config.nodes <= MAX_NODES:
+        raise ValueError(f"--nodes must be between 1 and {MAX_NODES} (got {config.nodes})")
+    addrs = config.addresses
+    if config.nodes > addrs.capacity():
+        raise ValueError(f"{config.nodes} nodes do not fit the subnets {addrs.to_dict()}")
+    addrs.validate(config.nodes)
+    cpu = cpu_mod.plan_cpu(config.nodes, config.cpus_per_node, cores)
+    nodes = []
+    for i in range(config.nodes):
+        name = node_name(i)
+        nodes.append(
+            NodePlan(
+                index=i,
+                name=name,
+                netns=node_netns(name),
+                data_ip=str(addrs.data_ip(i)),
+                ctl_ip=str(addrs.ctl_ip(i)),
+                data_port=data_port(name),
+                ctl_port=ctl_port(name),
+                cgroup=node_cgroup(name),
+            )
+        )
+    return ClusterPlan(
+        nodes=tuple(nodes),
+        addresses=addrs,
+        profile=config.profile,
+        htb=htb_params(config.profile.rate_bps),
+        netem=netem_params(config.profile),
+        cpu=cpu,
+    )
+
+
+@dataclass
+class Env:
+    """Everything with side effects, injectable so unit tests run without root."""
+
+    net: NetBackend = field(default_factory=Pyroute2Backend)
+    cg: CgroupFS = field(default_factory=V1CgroupFS)
+    is_root: Callable[[], bool] = lambda: os.geteuid() == 0
+    cores: Callable[[], list[int]] = lambda: sorted(os.sched_getaffinity(0))
+    agent_available: Callable[[], bool] = agent_mod.agent_available
+    agent_command: Callable[..., list[str]] = agent_mod.agent_command
+    start_agent: Callable[..., AgentRecord] = agent_mod.start_agent
+    stop_agent: Callable[[AgentRecord], bool] = agent_mod.stop_agent
+    # Used only on PIDs found inside our own cgroups (see cgroups.remove_tree).
+    kill: Callable[[int, int], None] = os.kill
+    state_dir: str | None = None
+
+    def sdir(self) -> str:
+        return self.state_dir or state_mod.state_dir()
+
+
+# --------------------------------------------------------------------------- up
+
+
+def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, bool]]:
+    """All checks that can refuse ``up`` before anything is created."""
+    if not env.is_root():
+        raise ClusterError("cosched cluster up needs root (network namespaces, tc, cgroups)")
+    try:
+        plan = build_plan(config, env.cores())
+    except ValueError as err:
+        raise ClusterError(str(err)) from err
+    existing = describe_existing(env)
+    if existing:
+        raise ClusterError(
+            "a cosched cluster is already up (found: "
+            + ", ".join(existing)
+            + "); run `cosched cluster down`, or `cosched clean` after a crash"
+        )
+    needed = cpu_mod.controllers_for(plan.cpu)
+    missing_cg = [c for c in needed if not env.cg.has_controller(c)]
+    if missing_cg:
+        raise ClusterError(f"cgroup v1 controllers not mounted: {', '.join(missing_cg)}")
+    if config.start_agents and not env.agent_available():
+        raise ClusterError(
+            "the agent package cannot be started (`python -m agent` missing); "
+            "use --no-agents to bring up the network and cgroups only"
+        )
+    features = env.net.probe_features()
+    missing = [f for f in REQUIRED_FEATURES if not features.get(f)]
+    if missing:
+        raise ClusterError(f"kernel lacks needed network features: {', '.join(missing)}")
+    return plan, features
+
+
+def describe_existing(env: Env) -> list[str]:
+    """Traces of a cluster that is (or was) up: state file, namespaces, cgroups."""
+    found = []
+    if os.path.exists(state_mod.state_path(env.sdir())):
+        found.append(state_mod.state_path(env.sdir()))
+    found += [n for n in env.net.list_netns() if is_our_netns(n)]
+    for ctrl in ("cpu", "cpuacct", "freezer", "cpuset"):
+        if env.cg.has_controller(ctrl) and env.cg.exists(ctrl, CGROUP_ROOT):
+            found += [
+                f"cgroup {ctrl}:/{CGROUP_ROOT}/{c}"
+                for c in env.cg.children(ctrl, CGROUP_ROOT)
+                if is_node_cgroup(c)
+            ]
+    return found
+
+
+def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
+    """Create the cluster. On any failure, remove what was made and raise ClusterError."""
+    env = env or Env()
+    plan, features = preflight(config, env)
+    st = ClusterState(
+        nodes=[n.to_dict() for n in plan.nodes],
+        addresses=plan.addresses.to_dict(),
+        profile=plan.profile.to_dict(),
+        htb=params_dict(plan.htb) or {},
+        netem=params_dict(plan.netem) if features.get("netem") else None,
+        delay_mechanism=delay_mechanism(features.get("netem", False)),
+        cpu=plan.cpu.to_dict(),
+        features=features,
+    )
+    try:
+        _create(plan, config, st, env)
+    except BaseException as err:
+        problems = teardown(st, env)
+        extra = f" (cleanup problems: {'; '.join(problems)})" if problems else ""
+        if isinstance(err, KeyboardInterrupt | SystemExit):
+            raise
+        raise ClusterError(f"cluster up failed: {err}; everything was rolled back{extra}") from err
+    st.status = "up"
+    state_mod.save(st, env.sdir())
+    return st
+
+
+def _create(plan: ClusterPlan, config: ClusterConfig, st: ClusterState, env: Env) -> None:
+    net, cg, sdir = env.net, env.cg, env.sdir()
+
+    def record_netns(name: str) -> None:
+        st.netns.append(name)
+        state_mod.save(st, sdir)
+        net.create_netns(name)
+
+    prefix_data = plan.addresses.data_subnet.prefixlen
+    prefix_ctl = plan.addresses.ctl_subnet.prefixlen
+
+    for bridge_ns in (DATA_NETNS, CTL_NETNS):
+        record_netns(bridge_ns)
+        net.add_bridge(bridge_ns, BRIDGE)
+
+    for n in plan.nodes:
+        record_netns(n.netns)
+        for ifname, bridge_ns, port, ip, plen in (
+            (NODE_DATA_IF, DATA_NETNS, n.data_port, n.data_ip, prefix_data),
+            (NODE_CTL_IF, CTL_NETNS, n.ctl_port, n.ctl_ip, prefix_ctl),
+        ):
+            net.add_veth(n.netns, ifname, bridge_ns, port)
+            net.set_master(bridge_ns, port, BRIDGE)
+            net.add_address(n.netns, ifname, ip, plen)
+            net.set_up(n.netns, ifname)
+
+    # The controller's door into the control network.
+    st.root_links.append(HOST_CTL_IF)
+    state_mod.save(st, sdir)
+    net.add_veth(None, HOST_CTL_IF, CTL_NETNS, HOST_CTL_PEER)
+    net.set_master(CTL_NETNS, HOST_CTL_PEER, BRIDGE)
+    net.add_address(None, HOST_CTL_IF, str(plan.addresses.host_ctl_ip), prefix_ctl)
+    net.set_up(None, HOST_CTL_IF)
+
+    netem = plan.netem if st.delay_mechanism == "netem" else None
+    for n in plan.nodes:
+        # Egress of the node end shapes traffic leaving the node; egress of the
+        # bridge port shapes traffic going into it (no IFB needed).
+        shape_interface(net, n.netns, NODE_DATA_IF, plan.htb, netem)
+        shape_interface(net, DATA_NETNS, n.data_port, plan.htb, None)
+        for ns, ifname in ((n.netns, NODE_DATA_IF), (DATA_NETNS, n.data_port)):
+            problems = check_applied(net.get_tc(ns, ifname), plan.htb)
+            if problems:
+                raise RuntimeError(f"shaping on {ns}/{ifname} not as asked: {problems}")
+
+    controllers = cpu_mod.controllers_for(plan.cpu)
+    for ctrl in controllers:
+        st.cgroups.append([ctrl, CGROUP_ROOT])
+        state_mod.save(st, sdir)
+        cg.mkdir(ctrl, CGROUP_ROOT)
+        if ctrl == "cpuset":
+            cpu_mod.prepare_cpuset_root(cg)
+        for n in plan.nodes:
+            st.cgroups.append([ctrl, n.cgroup])
+            cg.mkdir(ctrl, n.cgroup)
+    state_mod.save(st, sdir)
+    for n in plan.nodes:
+        cpu_mod.apply_node(cg, plan.cpu, n.index, n.cgroup)
+    try:
+        st.cpu["rt_runtime_us_per_node"] = cpu_mod.grant_rt_runtime(
+            cg, [n.name for n in plan.nodes]
+        )
+    except OSError as err:
+        # Not fatal: agents then run SCHED_OTHER (they warn about it).
+        st.cpu["rt_runtime_us_per_node"] = f"not granted: {err}"
+
+    st.key_file = state_mod.key_path(sdir)
+    state_mod.save(st, sdir)
+    state_mod.write_key(sdir)
+
+    if config.start_agents:
+        for n in plan.nodes:
+            cmd = env.agent_command(n.name, n.ctl_ip, st.key_file, n.cgroup, python=config.python)
+            procs = [cg.procs_file(ctrl, n.cgroup) for ctrl in controllers]
+            log = os.path.join(sdir, f"agent-{n.name}.log")
+            rec = env.start_agent(n.name, n.netns, cmd, procs, log)
+            st.agents.append(rec)
+            state_mod.save(st, sdir)
+
+
+# --------------------------------------------------------------------- teardown
+
+
+def teardown(st: ClusterState, env: Env) -> list[str]:
+    """Remove exactly what ``st`` records, in reverse dependency order.
+
+    Idempotent: objects already gone are skipped. Keeps going after errors and
+    returns them, so one stuck object never hides the rest.
+    """
+    problems: list[str] = []
+
+    def attempt(what: str, fn: Callable[..., object], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as err:  # report and continue: partial cleanup beats none
+            problems.append(f"{what}: {err}")
+
+    for rec in reversed(st.agents):
+        attempt(f"stop agent {rec.node} pid {rec.pid}", env.stop_agent, rec)
+
+    # Deepest cgroups first; remove_tree also takes anything the agent made below
+    # a node. The shared ``cosched`` root goes only if nothing else lives in it.
+    # Thaw first, in every node: a frozen task cannot die, and the cpu/cpuacct
+    # passes below would wait on tasks frozen via the freezer hierarchy.
+    for ctrl, path in st.cgroups:
+        if ctrl == "freezer" and path != CGROUP_ROOT:
+            attempt(f"thaw {path}", thaw_subtree, env.cg, ctrl, path)
+    for ctrl, path in sorted(st.cgroups, key=lambda cp: cp[1].count("/"), reverse=True):
+        if path == CGROUP_ROOT:
+            attempt(f"cgroup {ctrl}:/{path}", remove_if_empty, env.cg, ctrl, path)
+        else:
+            attempt(f"cgroup {ctrl}:/{path}", remove_tree, env.cg, ctrl, path, env.kill)
+
+    for link in reversed(st.root_links):
+        attempt(f"link {link}", env.net.delete_link, None, link)
+
+    for ns in reversed(st.netns):
+        attempt(f"netns {ns}", env.net.remove_netns, ns)
+
+    if st.key_file:
+        attempt("key file", _unlink, st.key_file)
+    if not problems:
+        attempt("state file", state_mod.remove, env.sdir())
+    return problems
+
+
+def _unlink(path: str | None) -> None:
+    if path:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def down(env: Env | None = None) -> tuple[bool, list[str]]:
+    """Tear down the recorded cluster. Returns (there was one, problems)."""
+    env = env or Env()
+    st = state_mod.load(env.sdir())
+    if st is None:
+        return False, []
+    return True, teardown(st, env)
+
+
+# ----------------------------------------------------------------------- status
+
+
+def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
+    """A report of the recorded cluster as the kernel sees it now, or None."""
+    env = env or Env()
+    st = state_mod.load(env.sdir())
+    if st is None:
+        return None
+    present = set(env.net.list_netns())
+    cpu_plan = cpu_mod.CpuPlan.from_dict(st.cpu) if st.cpu else None
+    agents = {a.node: a for a in st.agents}
+    nodes = []
+    for n in st.nodes:
+        entry: dict[str, Any] = {
+            "name": n["name"],
+            "netns": n["netns"],
+            "netns_present": n["netns"] in present,
+            "data_ip": n["data_ip"],
+            "ctl_ip": n["ctl_ip"],
+        }
+        entry["tc_node"] = _tc(env, n["netns"], NODE_DATA_IF, present)
+        entry["tc_bridge"] = _tc(env, DATA_NETNS, n["data_port"], present)
+        if cpu_plan is not None:
+            entry["cpu"] = cpu_mod.read_back(env.cg, cpu_plan, n["cgroup"])
+        rec = agents.get(n["name"])
+        if rec is None:
+            entry["agent"] = "not started"
+        else:
+            alive = agent_mod.same_process(rec.pid, rec.start_time)
+            entry["agent"] = f"pid {rec.pid} {'alive' if alive else 'DEAD'}"
+            if probe:
+                entry["metrics"] = agent_mod.probe_metrics(n["ctl_ip"])
+        nodes.append(entry)
+    return {
+        "state_file": state_mod.state_path(env.sdir()),
+        "status": st.status,
+        "profile": st.profile,
+        "htb": st.htb,
+        "delay_mechanism": st.delay_mechanism,
+        "netem": st.netem,
+        "cpu_mechanism": st.cpu.get("mechanism", "none"),
+        "cpus_per_node": st.cpu.get("cpus_per_node"),
+        "rt_runtime_us_per_node": st.cpu.get("rt_runtime_us_per_node"),
+        "host_ctl_ip": st.addresses.get("host_ctl_ip"),
+        "addresses": st.addresses,
+        "key_file": st.key_file,
+        "nodes": nodes,
+    }
+
+
+def _tc(env: Env, ns: str, ifname: str, present: set[str]) -> str:
+    if ns not in present:
+        return "(namespace missing)"
+    try:
+        return summarize_tc(env.net.get_tc(ns, ifname))
+    except Exception as err:  # status must always print something
+        return f"(unreadable: {err})"
+
+
+def format_status(report: dict[str, Any]) -> str:
+    p = LinkProfile.from_dict(report["profile"])
+    lines = [
+        f"cluster: {report['status']}  (state {report['state_file']})",
+        f"link profile: {p.describe()}",
+        f"  source: {p.source}",
+        f"  htb: {report['htb']}",
+        f"delay mechanism: {report['delay_mechanism']}"
+        + (
+            ""
+            if report["delay_mechanism"] == "netem"
+            else " (kernel has no netem; the message library injects delay/jitter/loss)"
+        ),
+        f"cpu capacity: {report['cpu_mechanism']}"
+        + (f" ({report['cpus_per_node']:g} CPUs/node)" if report["cpus_per_node"] else "")
+        + f"; real-time budget per node: {report.get('rt_runtime_us_per_node')} us/s",
+        f"controller (host) address: {report['host_ctl_ip']} on {HOST_CTL_IF}",
+        f"shared key: {report['key_file']}",
+        "nodes:",
+    ]
+    for n in report["nodes"]:
+        lines.append(
+            f"  {n['name']}: netns {n['netns']}{'' if n['netns_present'] else ' (MISSING)'}"
+            f"  data {n['data_ip']}  ctl {n['ctl_ip']}"
+        )
+        lines.append(f"    tc out: {n['tc_node']}")
+        lines.append(f"    tc in:  {n['tc_bridge']}")
+        if "cpu" in n:
+            lines.append(f"    cpu: {n['cpu']}")
+        agent = f"    agent: {n['agent']}"
+        if "metrics" in n:
+            agent += f"; metrics: {n['metrics']}"
+        lines.append(agent)
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""Per-node CPU capacity: cpuset where whole cores suffice, else CFS bandwidth.
+
+``--cpus-per-node F``:
+
+* ``F`` a whole number and ``nodes * F <= cores``: each node gets its own
+  ``F`` cores through cpuset (exclusive in practice, no throttling jitter).
+* otherwise: CFS bandwidth with a short period, 10 ms, quota ``F * 10 ms``.
+  A short period keeps a node's CPU share smooth at quantum scale (the
+  default 100 ms period would let a node run flat out for 100 ms and then
+  stall; the coscheduling quanta are tens of ms). Platform measurement:
+  quota 2500/10000 gives 0.249 CPU.
+* not given: no limit (mechanism ``"none"``).
+
+Planning is pure; :func:`apply_node` does the writes through a CgroupFS.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from .cgroups import CgroupFS
+from .names import CGROUP_ROOT
+
+CpuMechanism = Literal["none", "cpuset", "cfs"]
+CFS_PERIOD_US = 10_000
+MIN_QUOTA_US = 1_000  # kernel minimum for cfs_quota_us
+
+
+@dataclass(frozen=True)
+class NodeCpu:
+    cpus: str | None = None  # cpuset list, e.g. "0-1"
+    quota_us: int | None = None
+    period_us: int | None = None
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    mechanism: CpuMechanism
+    cpus_per_node: float | None
+    per_node: tuple[NodeCpu, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mechanism": self.mechanism,
+            "cpus_per_node": self.cpus_per_node,
+            "per_node": [asdict(n) for n in self.per_node],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CpuPlan:
+        return cls(
+            mechanism=d["mechanism"],
+            cpus_per_node=d.get("cpus_per_node"),
+            per_node=tuple(NodeCpu(**n) for n in d.get("per_node", [])),
+        )
+
+    def describe(self, index: int) -> str:
+        if self.mechanism == "none":
+            return "unlimited"
+        n = self.per_node[index]
+        if self.mechanism == "cpuset":
+            return f"cpuset cpus={n.cpus}"
+        return f"cfs quota={n.quota_us}us period={n.period_us}us"
+
+
+def cpu_list(cpus: list[int]) -> str:
+    """Format CPU numbers the way cpuset.cpus wants them: ``[0,1,2,5] -> "0-2,5"``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            parts.append(_fmt_run(run))
+        run = [c]
+    if run:
+        parts.append(_fmt_run(run))
+    return ",".join(parts)
+
+
+def _fmt_run(run: list[int]) -> str:
+    return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+
+
+def plan_cpu(nodes: int, cpus_per_node: float | None, cores: list[int]) -> CpuPlan:
+    """Decide the mechanism and per-node limits. Raises ValueError on bad input."""
+    if cpus_per_node is None:
+        return CpuPlan("none", None, tuple(NodeCpu() for _ in range(nodes)))
+    f = float(cpus_per_node)
+    if not math.isfinite(f) or f <= 0:
+        raise ValueError(f"--cpus-per-node must be > 0 (got {cpus_per_node})")
+    if f > len(cores):
+        raise ValueError(f"--cpus-per-node {f:g} exceeds the {len(cores)} cores of this host")
+    if f.is_integer() and nodes * int(f) <= len(cores):
+        k = int(f)
+        ordered = sorted(cores)
+        per = tuple(NodeCpu(cpus=cpu_list(ordered[i * k : (i + 1) * k])) for i in range(nodes))
+        return CpuPlan("cpuset", f, per)
+    quota = round(f * CFS_PERIOD_US)
+    if quota < MIN_QUOTA_US:
+        raise ValueError(f"--cpus-per-node {f:g} is below the CFS minimum of 0.1")
+    per = tuple(NodeCpu(quota_us=quota, period_us=CFS_PERIOD_US) for _ in range(nodes))
+    return CpuPlan("cfs", f, per)
+
+
+def controllers_for(plan: CpuPlan) -> tuple[str, ...]:
+    base = ("cpu", "cpuacct", "freezer")
+    return (*base, "cpuset") if plan.mechanism == "cpuset" else base
+
+
+def prepare_cpuset_root(fs: CgroupFS) -> None:
+    """cpuset children need cpus and mems set before tasks can join; copy from the root."""
+    fs.mkdir("cpuset", CGROUP_ROOT)
+    for knob in ("cpuset.cpus", "cpuset.mems"):
+        fs.write("cpuset", CGROUP_ROOT, knob, fs.read("cpuset", "", knob))
+
+
+def apply_node(fs: CgroupFS, plan: CpuPlan, index: int, cgroup: str) -> None:
+    """Write node ``index``'s limits into its (already created) cgroups."""
+    n = plan.per_node[index]
+    if plan.mechanism == "cpuset":
+        assert n.cpus is not None
+        fs.write("cpuset", cgroup, "cpuset.mems", fs.read("cpuset", CGROUP_ROOT, "cpuset.mems"))
+        fs.write("cpuset", cgroup, "cpuset.cpus", n.cpus)
+    elif plan.mechanism == "cfs":
+        assert n.quota_us is not None and n.period_us is not None
+        # Period first: a quota larger than the old period is fine, but keep
+        # the pair consistent at every step.
+        fs.write("cpu", cgroup, "cpu.cfs_period_us", str(n.period_us))
+        fs.write("cpu", cgroup, "cpu.cfs_quota_us", str(n.quota_us))
+
+
+def read_back(fs: CgroupFS, plan: CpuPlan, cgroup: str) -> str:
+    """What the kernel says is in force, for ``status``."""
+    try:
+        if plan.mechanism == "cpuset":
+            return "cpuset.cpus=" + fs.read("cpuset", cgroup, "cpuset.cpus")
+        if plan.mechanism == "cfs":
+            q = fs.read("cpu", cgroup, "cpu.cfs_quota_us")
+            p = fs.read("cpu", cgroup, "cpu.cfs_period_us")
+            return f"cfs_quota_us={q} cfs_period_us={p}"
+        return "unlimited"
+    except OSError as err:
+        return f"unreadable ({err.strerror or err})"
+
+
+# Share of the host's real-time budget handed to the whole cluster. With RT
+# group scheduling (cpu.rt_runtime_us present), a task in a cgroup whose
+# rt_runtime_us is 0 cannot become SCHED_FIFO; the agent runs at SCHED_FIFO to
+# keep freeze/thaw latency low (see platform notes), so each node needs a slice.
+RT_CLUSTER_SHARE = 0.5
+
+
+def grant_rt_runtime(fs: CgroupFS, nodes: list[str]) -> int | None:
+    """Split part of the root RT budget across node cgroups; returns µs per node.
+
+    Returns None when the kernel has no RT group scheduling (nothing to do).
+    Raises OSError if the kernel refuses (e.g. the budget is taken elsewhere).
+    """
+    try:
+        root_rt = int(fs.read("cpu", "", "cpu.rt_runtime_us"))
+    except (OSError, ValueError):
+        return None
+    if root_rt <= 0 or not nodes:
+        return 0
+    total = int(root_rt * RT_CLUSTER_SHARE)
+    per_node = total // len(nodes)
+    # Parent first: a child's budget must fit inside its parent's.
+    fs.write("cpu", CGROUP_ROOT, "cpu.rt_runtime_us", str(total))
+    for node in nodes:
+        fs.write("cpu", f"{CGROUP_ROOT}/{node}", "cpu.rt_runtime_us", str(per_node))
+    return per_node

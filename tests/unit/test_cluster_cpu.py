@@ -1,0 +1,71 @@
+"""Per-node CPU capacity planning and its cgroup writes (fake cgroupfs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.cluster import cpu
+from tests.unit.test_cluster_fakes import FakeCgroupFS
+
+
+def test_cpu_list() -> None:
+    assert cpu.cpu_list([0, 1, 2, 5]) == "0-2,5"
+    assert cpu.cpu_list([3]) == "3"
+    assert cpu.cpu_list([]) == ""
+
+
+def test_cpuset_when_whole_cores_fit() -> None:
+    plan = cpu.plan_cpu(2, 1, [0, 1])
+    assert plan.mechanism == "cpuset"
+    assert [n.cpus for n in plan.per_node] == ["0", "1"]
+    plan = cpu.plan_cpu(2, 2, [0, 1, 2, 3])
+    assert [n.cpus for n in plan.per_node] == ["0-1", "2-3"]
+    assert cpu.controllers_for(plan) == ("cpu", "cpuacct", "freezer", "cpuset")
+
+
+def test_cfs_otherwise() -> None:
+    for nodes, f in ((4, 1.0), (2, 0.5), (1, 1.5)):
+        plan = cpu.plan_cpu(nodes, f, [0, 1])
+        assert plan.mechanism == "cfs"
+        assert all(n.period_us == 10_000 and n.quota_us == f * 10_000 for n in plan.per_node)
+        assert "cpuset" not in cpu.controllers_for(plan)
+
+
+def test_unlimited() -> None:
+    plan = cpu.plan_cpu(3, None, [0, 1])
+    assert plan.mechanism == "none" and len(plan.per_node) == 3
+    assert plan.describe(0) == "unlimited"
+
+
+@pytest.mark.parametrize("f", [0, -1, 3, float("nan"), 0.05])
+def test_impossible(f: float) -> None:
+    with pytest.raises(ValueError):
+        cpu.plan_cpu(2, f, [0, 1])
+
+
+def test_apply_cfs_and_cpuset() -> None:
+    fs = FakeCgroupFS()
+    plan = cpu.plan_cpu(2, 0.25, [0, 1])
+    fs.mkdir("cpu", "cosched/n0")
+    cpu.apply_node(fs, plan, 0, "cosched/n0")
+    assert fs.read("cpu", "cosched/n0", "cpu.cfs_quota_us") == "2500"
+    assert "cfs_quota_us=2500" in cpu.read_back(fs, plan, "cosched/n0")
+
+    plan = cpu.plan_cpu(2, 1, [0, 1])
+    cpu.prepare_cpuset_root(fs)
+    fs.mkdir("cpuset", "cosched/n1")
+    cpu.apply_node(fs, plan, 1, "cosched/n1")
+    assert fs.read("cpuset", "cosched/n1", "cpuset.cpus") == "1"
+    assert fs.read("cpuset", "cosched/n1", "cpuset.mems") == "0"
+    assert cpu.CpuPlan.from_dict(plan.to_dict()) == plan
+
+
+def test_grant_rt_runtime_splits_half_the_root_budget() -> None:
+    fs = FakeCgroupFS()
+    assert cpu.grant_rt_runtime(fs, ["n0"]) is None  # no RT group scheduling
+    fs.tree["cpu"][""]["knobs"]["cpu.rt_runtime_us"] = "950000"
+    for n in ("n0", "n1"):
+        fs.mkdir("cpu", f"cosched/{n}")
+    assert cpu.grant_rt_runtime(fs, ["n0", "n1"]) == 237_500
+    assert fs.read("cpu", "cosched", "cpu.rt_runtime_us") == "475000"
+    assert fs.read("cpu", "cosched/n1", "cpu.rt_runtime_us") == "237500"
