@@ -15,6 +15,8 @@ Run scheduling policies in the discrete-event simulator and print a summary tabl
 
 Workloads:
   lublin            the Lublin-Feitelson (2003) model (batch + interactive types), --jobs, --seed
+  lublin1           the same model in its single-type mode
+  mix:I             seed 000 §4.1: I I/O-bound and 4-I compute-bound jobs as wide as the machine
   swf:PATH          a Standard Workload Format trace (Parallel Workloads Archive semantics)
   SPEC.toml         a workload spec file (docs/simulator.md)
 
@@ -23,7 +25,8 @@ offered load by scaling interarrival times. Results go to --out as summary.json,
 per-job metrics per run, and with --plot PNGs (jobs in system; slowdown vs load).
 
 examples:
-  cosched simulate --policy easy --workload swf:../shared/traces/KTH-SP2-1996-2.1-filtered.swf --nodes 100
+  cosched simulate --policy easy,conservative --nodes 100 \
+      --workload swf:../shared/traces/KTH-SP2-1996-2.1-filtered.swf
   cosched simulate --policy gang,paired-gang --workload lublin --nodes 16 --profile heterogeneous
   cosched simulate --policy paired-gang --param matching=best-fit --workload lublin --mode fluid
 """
@@ -49,10 +52,22 @@ def add_commands(sub: Any) -> None:
         help="a policy parameter, repeatable (applies to every listed policy that has it)",
     )
     p.add_argument("--workload", default="lublin", help="lublin | swf:PATH | SPEC.toml")
-    p.add_argument("--nodes", type=int, default=None, help="machine size (default: 128, or the trace's MaxProcs)")
-    p.add_argument("--jobs", type=int, default=1000, help="jobs to generate (lublin; default 1000)")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="machine size (default: 128, or the trace's MaxProcs)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="lublin: jobs to generate (default 1000); swf: keep the first N (default all)",
+    )
     p.add_argument("--seed", type=int, default=1, help="random seed of the workload (default 1)")
-    p.add_argument("--load", type=float, default=None, help="scale interarrival times to this offered load")
+    p.add_argument(
+        "--load", type=float, default=None, help="scale interarrival times to this offered load"
+    )
     p.add_argument("--loads", default=None, help="comma-separated loads to sweep, e.g. 0.5,0.7,0.9")
     p.add_argument(
         "--profile",
@@ -60,12 +75,33 @@ def add_commands(sub: Any) -> None:
         choices=["compute", "homogeneous", "heterogeneous", "qcrd"],
         help="CPU/I-O profile given to every job (default: as the workload says; compute-bound)",
     )
-    p.add_argument("--mode", default=None, choices=["exact", "fluid"], help="gang execution model (default exact; fluid for > 20,000 jobs)")
-    p.add_argument("--quantum", type=float, default=1.0, help="quantum length in seconds (default 1)")
-    p.add_argument("--context-switch", type=float, default=0.0, help="context-switch cost in seconds (default 0)")
-    p.add_argument("--interference", type=float, default=0.05, help="speed lost while sharing a node, 0..1 (default 0.05)")
-    p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed SWF lines (they are counted)")
-    p.add_argument("--out", type=Path, default=Path("results/sim"), help="output folder (default results/sim)")
+    p.add_argument(
+        "--mode",
+        default=None,
+        choices=["exact", "fluid"],
+        help="gang execution model (default exact; fluid for > 20,000 jobs)",
+    )
+    p.add_argument(
+        "--quantum", type=float, default=1.0, help="quantum length in seconds (default 1)"
+    )
+    p.add_argument(
+        "--context-switch",
+        type=float,
+        default=0.0,
+        help="context-switch cost in seconds (default 0)",
+    )
+    p.add_argument(
+        "--interference",
+        type=float,
+        default=0.05,
+        help="speed lost while sharing a node, 0..1 (default 0.05)",
+    )
+    p.add_argument(
+        "--skip-bad-lines", action="store_true", help="skip malformed SWF lines (they are counted)"
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("results/sim"), help="output folder (default results/sim)"
+    )
     p.add_argument("--plot", action="store_true", help="write PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_simulate)
@@ -73,7 +109,8 @@ def add_commands(sub: Any) -> None:
     q = sub.add_parser(
         "policies",
         help="list the scheduling policies and their parameters",
-        description="List every policy the simulator and controller know, with parameters and defaults.",
+        description="List every policy the simulator and controller know, with parameters "
+        "and defaults.",
     )
     q.set_defaults(func=run_policies)
 
@@ -97,13 +134,32 @@ def _parse_kv(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _default_nodes(workload: str) -> int:
+    """The trace's MaxProcs for swf:PATH (read from its header only), else 128."""
+    if workload.startswith("swf:"):
+        from testbed.sim.workloads.swf import SwfHeader
+
+        try:
+            with open(workload[4:]) as fh:
+                comments = []
+                for line in fh:
+                    if not line.lstrip().startswith(";"):
+                        break
+                    comments.append(line)
+        except OSError:
+            return 128  # the workload loader reports the missing file
+        size = SwfHeader.from_comments(comments).machine_size
+        if size:
+            return size
+    return 128
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     from testbed.sim.engine import simulate
     from testbed.sim.metrics import job_metrics, summarize, write_csv, write_json
     from testbed.sim.report import plot_jobs_in_system, plot_slowdown_vs_load, table
     from testbed.sim.results import SimConfig
-    from testbed.sim.workloads.errors import WorkloadError
-    from testbed.sim.workloads.source import load_for_cli
+    from testbed.sim.workloads.spec import WorkloadError, resolve_workload
 
     try:
         policies = [name.strip() for name in args.policy.split(",") if name.strip()]
@@ -116,22 +172,30 @@ def run_simulate(args: argparse.Namespace) -> int:
     except (PolicyError, ValueError) as exc:
         print(f"cosched simulate: {exc}", file=sys.stderr)
         return 2
+    nodes = args.nodes if args.nodes is not None else _default_nodes(args.workload)
+    if nodes < 1:
+        print(f"cosched simulate: --nodes must be >= 1, got {nodes}", file=sys.stderr)
+        return 2
+    workloads = []
     try:
-        loaded = load_for_cli(
-            args.workload,
-            nodes=args.nodes,
-            jobs=args.jobs,
-            seed=args.seed,
-            profile=args.profile,
-            skip_bad_lines=args.skip_bad_lines,
-        )
+        for load in loads:
+            jobs, info = resolve_workload(
+                args.workload,
+                nodes=nodes,
+                seed=args.seed,
+                jobs=args.jobs,
+                load=load,
+                profile=args.profile,
+                skip_bad_lines=args.skip_bad_lines or None,
+            )
+            workloads.append((load, jobs, info))
     except (WorkloadError, OSError) as exc:
         print(f"cosched simulate: {exc}", file=sys.stderr)
         return 2
-    if loaded.skipped:
-        print(f"skipped {loaded.skipped} malformed lines of {args.workload}", file=sys.stderr)
-    nodes = loaded.nodes
-    mode = args.mode or ("fluid" if len(loaded.jobs) > 20000 else "exact")
+    info = workloads[0][2]
+    if info.skipped_lines:
+        print(f"skipped {info.skipped_lines} malformed lines of {args.workload}", file=sys.stderr)
+    mode = args.mode or ("fluid" if info.n_jobs > 20000 else "exact")
     try:
         config = SimConfig(
             nodes=nodes,
@@ -146,12 +210,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     summaries = []
     results = []
-    for load in loads:
-        try:
-            jobs = loaded.at_load(load)
-        except (WorkloadError, ValueError) as exc:
-            print(f"cosched simulate: {exc}", file=sys.stderr)
-            return 2
+    for load, jobs, info in workloads:
         for entry in entries:
             params = parse_params(
                 entry, {k: v for k, v in raw.items() if k in {p.name for p in entry.params}}
@@ -160,13 +219,13 @@ def run_simulate(args: argparse.Namespace) -> int:
             res = _run_one(simulate, jobs, policy, config, quiet=args.quiet, label=entry.name)
             rows = job_metrics(res)
             summary = summarize(res, rows)
-            summary.load = load if load is not None else loaded.offered_load(jobs)
+            summary.load = info.offered_load
             summaries.append(summary)
             results.append(res)
             tag = entry.name if load is None else f"{entry.name}-load{load:g}"
             write_csv(args.out / f"jobs-{tag}.csv", rows)
             write_json(args.out / f"summary-{tag}.json", summary, res)
-    print(f"workload: {loaded.describe()}; nodes {nodes}; mode {mode}")
+    print(f"workload: {workloads[0][2].description}; nodes {nodes}; mode {mode}")
     print(table(summaries))
     for s, res in zip(summaries, results, strict=True):
         for job_id, why in res.rejected[:5]:

@@ -105,9 +105,7 @@ def _run_batch(
         while i < n and jobs[i].submit <= now:
             job = jobs[i]
             if job.size > nodes:
-                res.rejected.append(
-                    (job.job_id, f"size {job.size} > {nodes} nodes of the machine")
-                )
+                res.rejected.append((job.job_id, f"size {job.size} > {nodes} nodes of the machine"))
             else:
                 submit(job.request(), now)
                 in_system += 1
@@ -166,9 +164,7 @@ def _admit(
     return i
 
 
-def _retire(
-    j: int, now: float, live: dict[int, _Live], policy: GangPolicy, res: SimResult
-) -> None:
+def _retire(j: int, now: float, live: dict[int, _Live], policy: GangPolicy, res: SimResult) -> None:
     state = live.pop(j)
     res.end[state.index] = now
     res.cpu[state.index] = state.cpu_used

@@ -31,9 +31,7 @@ class SimConfig:
         if not self.quantum > 0:
             raise ValueError(f"quantum must be > 0 seconds, got {self.quantum}")
         if not 0 <= self.context_switch < self.quantum:
-            raise ValueError(
-                f"context switch must be in [0, quantum), got {self.context_switch}"
-            )
+            raise ValueError(f"context switch must be in [0, quantum), got {self.context_switch}")
         if not 0 <= self.interference < 1:
             raise ValueError(f"interference must be in [0, 1), got {self.interference}")
         if self.mode not in ("exact", "fluid"):
