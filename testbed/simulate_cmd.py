@@ -246,5 +246,6 @@ def _run_one(simulate: Any, jobs: Any, policy: Any, config: Any, *, quiet: bool,
         return simulate(jobs, policy, config)
     from tqdm import tqdm
 
-    with tqdm(total=len(jobs), desc=label, unit="job", delay=1.0, leave=False) as bar:
+    # disable=None: no bar when stderr is not a terminal (CI logs, pipes)
+    with tqdm(total=len(jobs), desc=label, unit="job", delay=1.0, leave=False, disable=None) as bar:
         return simulate(jobs, policy, config, progress=bar.update)

@@ -34,7 +34,9 @@ def _entry(name: str, family: str, summary: str, cls: type[Policy]) -> PolicyEnt
 
 _ENTRIES: tuple[PolicyEntry, ...] = (
     _entry("fcfs", "batch", "first come, first served; the head blocks the queue", FCFS),
-    _entry("easy", "batch", "EASY (aggressive) backfilling: only the head holds a reservation", EASY),
+    _entry(
+        "easy", "batch", "EASY (aggressive) backfilling: only the head holds a reservation", EASY
+    ),
     _entry(
         "conservative",
         "batch",
