@@ -168,6 +168,12 @@ def run_simulate(args: argparse.Namespace) -> int:
         for key in raw:
             if not any(key in {p.name for p in e.params} for e in entries):
                 parse_params(entries[0], {key: raw[key]})  # raises with the valid list
+        typed = {
+            e.name: parse_params(
+                e, {k: v for k, v in raw.items() if k in {p.name for p in e.params}}
+            )
+            for e in entries
+        }
         loads = [float(x) for x in args.loads.split(",")] if args.loads else [args.load]
     except (PolicyError, ValueError) as exc:
         print(f"cosched simulate: {exc}", file=sys.stderr)
@@ -212,10 +218,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     results = []
     for load, jobs, info in workloads:
         for entry in entries:
-            params = parse_params(
-                entry, {k: v for k, v in raw.items() if k in {p.name for p in entry.params}}
-            )
-            policy = make_policy(entry.name, nodes, params)
+            try:
+                policy = make_policy(entry.name, nodes, typed[entry.name])
+            except PolicyError as exc:  # a value the constructor refuses (e.g. band=-1)
+                print(f"cosched simulate: {exc}", file=sys.stderr)
+                return 2
             res = _run_one(simulate, jobs, policy, config, quiet=args.quiet, label=entry.name)
             rows = job_metrics(res)
             summary = summarize(res, rows)
