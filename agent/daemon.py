@@ -1,0 +1,713 @@
+"""The node agent: a single-threaded selectors loop enforcing quantum commands.
+
+One thread does everything latency-sensitive (socket I/O, freeze/thaw, reaping)
+so a quantum command is applied as soon as its frame is read, with no thread
+hand-off; it runs at SCHED_FIFO when permitted. The only other thread is the
+Prometheus HTTP server, which reads a snapshot taken under ``self.lock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent import wire
+from agent.cgroups import DEFAULT_WEIGHT, CgroupDriver, CgroupError, FreezeError, make_driver
+from agent.failsafe import FailSafe, Transition
+from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
+from agent.metrics import AgentMetrics, Snapshot
+
+log = logging.getLogger("agent")
+
+# Exits of our own children wake the loop via SIGCHLD (see run()); this
+# interval only bounds how late a reattached job's end (not our child, no
+# SIGCHLD) or a missed signal is noticed. Fewer wakeups = less agent CPU.
+REAP_INTERVAL = 0.5
+MAX_QUEUED_EVENTS = 10000
+
+
+_WAKEUP = object()  # selector tag of the signal wake-up pipe
+
+
+class Refused(Exception):
+    """A well-formed, authenticated request the agent will not carry out."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class Stop(BaseException):
+    """Raised from the SIGTERM handler to leave the loop through ``finally``."""
+
+
+@dataclass
+class AgentConfig:
+    node: str
+    listen: tuple[str, int]
+    key: bytes
+    cgroup_parent: str
+    run_dir: Path
+    metrics: tuple[str, int] | None = None
+    failsafe_timeout: float = 2.0
+    backend: str | None = None  # None/"auto" = detect
+    cgroup_root: str | None = None
+    fifo_priority: int = 10  # 0 = stay SCHED_OTHER
+    freeze_timeout: float = 1.0
+
+
+class _Conn:
+    def __init__(self, sock: socket.socket, peer: str, key: bytes, node: str) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.decoder = wire.FrameDecoder(key)
+        self.session = wire.Session(key, f"agent:{node}")
+        self.established = False
+        self.out = bytearray()
+        self.closing = False  # close once ``out`` has drained
+
+
+class Agent:
+    def __init__(
+        self,
+        config: AgentConfig,
+        driver: CgroupDriver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cfg = config
+        self.driver = driver or make_driver(
+            config.backend,
+            config.cgroup_root,
+            freeze_timeout=config.freeze_timeout,
+        )
+        self.parent = config.cgroup_parent.strip("/")
+        self.jobs: dict[str, Job] = {}
+        self.failsafe = FailSafe(config.failsafe_timeout, clock)
+        self.lock = threading.Lock()
+        self.metrics = AgentMetrics(self.snapshot)
+        self.sel = selectors.DefaultSelector()
+        self.conns: dict[int, _Conn] = {}
+        self.events: deque[dict[str, Any]] = deque(maxlen=MAX_QUEUED_EVENTS)
+        self.last_q: int | None = None
+        self.listener: socket.socket | None = None
+        self._next_reap = 0.0
+        self._pending_remove: dict[str, float] = {}  # cgroup -> give-up time
+        self._stopping = False
+        self._handler_table = self._handlers()
+
+    # ---- lifecycle --------------------------------------------------------
+    def start(self) -> None:
+        self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
+        self.driver.ensure_parent(self.parent)
+        try:
+            self.driver.pin_freezer(self.parent)
+        except (CgroupError, OSError) as e:
+            log.warning("cannot pin the freezer on (%s): switches cost a little more", e)
+        self._reattach()
+        lsock = socket.create_server(self.cfg.listen, reuse_port=False)
+        lsock.setblocking(False)
+        self.sel.register(lsock, selectors.EVENT_READ, None)
+        self.listener = lsock
+        if self.cfg.metrics is not None:
+            self.metrics.serve(*self.cfg.metrics)
+        caps = self.driver.capabilities
+        log.info(
+            "agent %s listening on %s:%d, cgroup backend %s, parent %s, weights %s",
+            self.cfg.node,
+            *self.cfg.listen,
+            self.driver.name,
+            self.parent,
+            "enforced" if caps.weights_enforced else "recorded only (no cpu.weight here)",
+        )
+        # After the metrics thread exists, so it stays SCHED_OTHER.
+        self._go_realtime()
+
+    def _go_realtime(self) -> None:
+        prio = self.cfg.fifo_priority
+        if prio <= 0:
+            return
+        try:
+            # RESET_ON_FORK: children (job launch gates) start as SCHED_OTHER.
+            os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(prio))
+            # A GIL held by the scrape thread would delay us by the switch
+            # interval (5 ms by default); keep that hand-off short.
+            sys.setswitchinterval(0.0005)
+            log.info("running at SCHED_FIFO priority %d", prio)
+        except (OSError, AttributeError) as e:
+            log.warning("cannot use SCHED_FIFO (%s): thaws may complete late under load", e)
+
+    def run(self) -> None:
+        """start + loop + shutdown, with SIGCHLD waking the loop (main thread only)."""
+        self.start()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        old_fd = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        old_handler = signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        self.sel.register(wake_r, selectors.EVENT_READ, _WAKEUP)
+        try:
+            self.loop()
+        finally:
+            signal.signal(signal.SIGCHLD, old_handler)
+            signal.set_wakeup_fd(old_fd)
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(wake_r)
+            os.close(wake_r)
+            os.close(wake_w)
+            self.shutdown()
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    def loop(self) -> None:
+        while not self._stopping:
+            self.step(min(self.failsafe.time_left(), REAP_INTERVAL))
+
+    def step(self, timeout: float) -> None:
+        for key, mask in self.sel.select(max(0.0, timeout)):
+            if key.data is None:
+                self._accept()
+            elif key.data is _WAKEUP:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(key.fd, 512):
+                        pass
+                self._next_reap = 0.0  # a child exited (or another signal): reap now
+            else:
+                conn: _Conn = key.data
+                if mask & selectors.EVENT_READ:
+                    self._readable(conn)
+                if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
+                    self._flush(conn)
+        if self.failsafe.poll() is Transition.ACTIVATE:
+            self._activate_failsafe()
+        now = time.monotonic()
+        if now >= self._next_reap:
+            self._next_reap = now + REAP_INTERVAL
+            self.reap()
+
+    def shutdown(self) -> None:
+        """Never leave a job frozen behind: thaw everything, default weights."""
+        self._release_all("agent exiting")
+        with contextlib.suppress(CgroupError, OSError):
+            self.driver.unpin_freezer(self.parent)
+        for conn in list(self.conns.values()):
+            self._close(conn)
+        if self.listener is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(self.listener)
+            self.listener.close()
+            self.listener = None
+        self.metrics.shutdown()
+        log.info("agent %s stopped", self.cfg.node)
+
+    def _release_all(self, why: str) -> int:
+        live = [j for j in self.jobs.values() if not j.ended]
+        for job in live:
+            try:
+                self.driver.set_weight(job.cgroup, DEFAULT_WEIGHT)
+                job.weight = DEFAULT_WEIGHT
+            except (CgroupError, OSError) as e:
+                log.error("%s: cannot reset weight of job %s: %s", why, job.job_id, e)
+        frozen = [j for j in live if j.frozen]
+        for job in frozen:
+            try:
+                self.driver.thaw(job.cgroup)
+                job.frozen = False
+            except (CgroupError, OSError) as e:
+                log.error("%s: cannot thaw job %s: %s", why, job.job_id, e)
+        return len(frozen)
+
+    def _activate_failsafe(self) -> None:
+        n = self._release_all("fail-safe")
+        self.metrics.failsafe_activations.inc()
+        log.warning(
+            "FAIL-SAFE: no controller frame for %.2fs (> %.2fs): thawed %d job(s), default"
+            " weights, local scheduling until the controller returns",
+            self.failsafe.age(),
+            self.failsafe.timeout,
+            n,
+        )
+
+    # ---- reattach / reap ---------------------------------------------------
+    def _reattach(self) -> None:
+        for name in self.driver.children(self.parent):
+            if not name.startswith("job-"):
+                continue
+            jid = name[4:]
+            try:
+                check_job_id(jid)
+            except JobError:
+                continue
+            cg = job_cgroup(self.parent, jid)
+            job = Job(jid, cg, reattached=True)
+            try:
+                pids = self.driver.pids(cg)
+                job.frozen = not self.driver.is_thawed(cg)
+                job.weight = self.driver.get_weight(cg)
+                job.usage_base_ns = self.driver.cpu_usage_ns(cg)
+            except (CgroupError, OSError) as e:
+                log.warning("reattach: cannot read %s: %s", cg, e)
+                pids = []
+            job.pids = dict(enumerate(pids))
+            self.jobs[jid] = job
+            if pids:
+                log.info("reattached job %s (%d processes, frozen=%s)", jid, len(pids), job.frozen)
+            else:
+                self._end(job, None, "processes gone while the agent was down")
+
+    def reap(self) -> None:
+        for job in list(self.jobs.values()):
+            if job.ended:
+                continue
+            if job.reattached:
+                try:
+                    alive = bool(self.driver.pids(job.cgroup))
+                except (CgroupError, OSError):
+                    alive = False
+                if not alive:
+                    self._end(job, None, "processes gone (reattached job: exit code unknown)")
+                continue
+            for rank, proc in job.ranks.items():
+                if rank not in job.exit_codes and proc is not None:
+                    rc = proc.poll()
+                    if rc is not None:
+                        job.exit_codes[rank] = rc
+            if len(job.exit_codes) == len(job.ranks):
+                codes = list(job.exit_codes.values())
+                code = next((c for c in codes if c != 0), 0)
+                self._end(job, code, "exited")
+        now = time.monotonic()
+        for cg, give_up in list(self._pending_remove.items()):
+            try:
+                self.driver.remove(cg)
+                del self._pending_remove[cg]
+            except (CgroupError, OSError) as e:
+                if now > give_up:
+                    log.error("giving up removing %s: %s", cg, e)
+                    del self._pending_remove[cg]
+
+    def _end(self, job: Job, code: int | None, reason: str) -> None:
+        try:
+            job.final_usage_ns = self.driver.cpu_usage_ns(job.cgroup)
+        except (CgroupError, OSError):
+            job.final_usage_ns = None
+        try:
+            if self.driver.pids(job.cgroup):
+                self.driver.kill_all(job.cgroup)  # stragglers the ranks left behind
+        except (CgroupError, OSError):
+            pass
+        with self.lock:
+            job.ended = True
+            job.exit_code = code
+            job.end_reason = reason
+        try:
+            self.driver.remove(job.cgroup)
+        except (CgroupError, OSError):
+            self._pending_remove[job.cgroup] = time.monotonic() + 10.0
+        log.info("job %s ended: exit code %s (%s)", job.job_id, code, reason)
+        self._emit(
+            {
+                "node": self.cfg.node,
+                "job_id": job.job_id,
+                "event": "exit",
+                "exit_code": code,
+                "exit_codes": {str(r): c for r, c in job.exit_codes.items()},
+                "reason": reason,
+            }
+        )
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        sessions = [c for c in self.conns.values() if c.established and not c.closing]
+        if not sessions:
+            self.events.append(event)  # delivered to the next session
+            return
+        for c in sessions:
+            self._send(c, wire.JOB_EVENT, event)
+
+    # ---- sockets ---------------------------------------------------------
+    def _accept(self) -> None:
+        assert self.listener is not None
+        try:
+            sock, addr = self.listener.accept()
+        except BlockingIOError:
+            return
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = _Conn(sock, f"{addr[0]}:{addr[1]}", self.cfg.key, self.cfg.node)
+        self.conns[sock.fileno()] = conn
+        self.sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _close(self, conn: _Conn) -> None:
+        fd = conn.sock.fileno()
+        if fd >= 0:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(conn.sock)
+            self.conns.pop(fd, None)
+        conn.sock.close()
+
+    def _send(self, conn: _Conn, mtype: str, data: dict[str, Any], re: int | None = None) -> None:
+        _, frame = conn.session.make(mtype, data, re)
+        if conn.out:
+            conn.out += frame
+            return
+        try:
+            n = conn.sock.send(frame)
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            conn.closing = True
+            self._close(conn)
+            return
+        if n < len(frame):
+            conn.out += frame[n:]
+            self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+
+    def _flush(self, conn: _Conn) -> None:
+        try:
+            n = conn.sock.send(conn.out)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(conn)
+            return
+        del conn.out[:n]
+        if not conn.out:
+            if conn.closing:
+                self._close(conn)
+            else:
+                self.sel.modify(conn.sock, selectors.EVENT_READ, conn)
+
+    def _refuse_and_close(self, conn: _Conn, err: wire.WireError) -> None:
+        log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
+        with contextlib.suppress(OSError, wire.WireError):
+            self._send(conn, wire.ERROR, {"code": err.code, "reason": str(err)})
+        conn.closing = True
+        if not conn.out:
+            self._close(conn)
+        else:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.modify(conn.sock, selectors.EVENT_WRITE, conn)
+
+    def _readable(self, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(conn)
+            return
+        if not data:
+            if conn.decoder.pending:
+                log.warning("connection from %s closed inside a frame (truncated)", conn.peer)
+            self._close(conn)
+            return
+        if conn.closing:
+            return
+        try:
+            msgs = conn.decoder.feed(data)
+        except wire.WireError as e:
+            self._refuse_and_close(conn, e)
+            return
+        for msg in msgs:
+            try:
+                if not conn.established:
+                    conn.session.check(msg, opening=True)
+                    if msg.type != wire.HELLO:
+                        raise wire.Malformed("first frame must be hello")
+                else:
+                    conn.session.check(msg)
+            except wire.WireError as e:
+                self._refuse_and_close(conn, e)
+                return
+            if conn.established and self.failsafe.heard() is Transition.RESUME:
+                log.warning("controller is back (%s): leaving fail-safe, obeying again", conn.peer)
+            self._dispatch(conn, msg)
+            if conn.closing or conn.sock.fileno() < 0:
+                return
+
+    # ---- requests --------------------------------------------------------
+    def _dispatch(self, conn: _Conn, msg: wire.Message) -> None:
+        received_ns = time.monotonic_ns()
+        try:
+            wire.validate(msg)
+            handler = self._handler_table.get(msg.type)
+            if handler is None:
+                raise Refused("bad_request", f"{msg.type!r} is not a request")
+            rtype, data = handler(conn, msg)
+        except wire.BadRequest as e:
+            log.warning("bad request from %s: %s", conn.peer, e)
+            self._send(conn, wire.ERROR, {"code": e.code, "reason": str(e)}, msg.seq)
+            return
+        except Refused as e:
+            log.warning("refused %s from %s: %s", msg.type, conn.peer, e.reason)
+            self._send(conn, wire.ERROR, {"code": e.code, "reason": e.reason}, msg.seq)
+            return
+        if rtype == wire.ACK:
+            data["received_monotonic_ns"] = received_ns
+        self._send(conn, rtype, data, msg.seq)
+        if msg.type == wire.HELLO:
+            while self.events:
+                self._send(conn, wire.JOB_EVENT, self.events.popleft())
+
+    def _handlers(
+        self,
+    ) -> dict[str, Callable[[_Conn, wire.Message], tuple[str, dict[str, Any]]]]:
+        return {
+            wire.HELLO: self._on_hello,
+            wire.HEARTBEAT: self._on_heartbeat,
+            wire.LAUNCH: self._on_launch,
+            wire.QUANTUM: self._on_quantum,
+            wire.KILL: self._on_kill,
+            wire.STATUS: self._on_status,
+        }
+
+    def _check_node(self, msg: wire.Message) -> None:
+        node = msg.data.get("node")
+        if node != self.cfg.node:
+            raise Refused(
+                "wrong_node", f"{msg.type} addressed to node {node!r}, this is {self.cfg.node!r}"
+            )
+
+    def _on_hello(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        if conn.established:
+            raise Refused("bad_request", "hello on an established connection")
+        conn.session.conn = secrets.token_hex(16)
+        conn.established = True
+        log.info("session from %s (%s) established", conn.peer, msg.sender)
+        caps = self.driver.capabilities
+        return wire.HELLO, {
+            "node": self.cfg.node,
+            "nonce": msg.data["nonce"],
+            "conn": conn.session.conn,
+            "protocol": wire.VERSION,
+            "backend": self.driver.name,
+            "weights_enforced": caps.weights_enforced,
+            "failsafe_timeout": self.failsafe.timeout,
+            "failsafe_active": self.failsafe.active,
+            "pid": os.getpid(),
+        }
+
+    def _on_heartbeat(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        return wire.HEARTBEAT, {"node": self.cfg.node, "failsafe_active": self.failsafe.active}
+
+    def _on_status(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        if "node" in msg.data:
+            self._check_node(msg)
+        return wire.OK, {
+            "node": self.cfg.node,
+            "backend": self.driver.name,
+            "weights_enforced": self.driver.capabilities.weights_enforced,
+            "failsafe_active": self.failsafe.active,
+            "failsafe_activations": self.failsafe.activations,
+            "heartbeat_age_s": self.failsafe.age(),
+            "last_q": self.last_q,
+            "jobs": [j.summary() for j in self.jobs.values()],
+        }
+
+    def _on_kill(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        jid = msg.data["job_id"]
+        job = self.jobs.get(jid)
+        if job is None:
+            raise Refused("unknown_job", f"no job {jid!r} on node {self.cfg.node}")
+        if not job.ended:
+            kill_job(self.driver, job)
+            job.frozen = False
+            log.info("killed job %s", jid)
+            self.reap()
+        return wire.OK, {"job_id": jid, "ended": job.ended}
+
+    def _on_launch(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        d = msg.data
+        try:
+            jid = check_job_id(d["job_id"])
+        except JobError as e:
+            raise Refused("bad_request", str(e)) from None
+        old = self.jobs.get(jid)
+        if old is not None and not old.ended:
+            raise Refused("job_exists", f"job {jid!r} is already running on {self.cfg.node}")
+        ranks = d.get("ranks", [0])
+        env_extra = d.get("env", {})
+        weight = d.get("weight", DEFAULT_WEIGHT)
+        frozen = d.get("start_frozen", True)
+        if (
+            not isinstance(ranks, list)
+            or not ranks
+            or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks)
+            or len(set(ranks)) != len(ranks)
+            or not isinstance(env_extra, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in env_extra.items())
+            or not isinstance(weight, int)
+            or not isinstance(frozen, bool)
+        ):
+            raise Refused("bad_request", "launch: bad ranks/env/weight/start_frozen")
+        cg = job_cgroup(self.parent, jid)
+        if self.driver.exists(cg):
+            raise Refused("job_exists", f"cgroup {cg} still exists")
+        base_env = dict(os.environ) if d.get("inherit_env", True) else {}
+        base_env.update(env_extra)
+        base_env.update(
+            COSCHED_JOB_ID=jid,
+            COSCHED_NODE=self.cfg.node,
+            COSCHED_NRANKS=str(d.get("size", len(ranks))),
+        )
+        out_dir = self.cfg.run_dir / f"job-{jid}"
+        job = Job(jid, cg, weight=weight, frozen=frozen, run_dir=out_dir)
+        try:
+            self.driver.create(cg)
+            self.driver.set_weight(cg, weight)
+            if frozen:
+                self.driver.freeze(cg)  # an empty group freezes at once; ranks join frozen
+            for rank in ranks:
+                env = dict(base_env, COSCHED_RANK=str(rank))
+                proc = spawn_rank(self.driver, cg, d["argv"], env, out_dir, rank, d.get("cwd"))
+                job.ranks[rank] = proc
+                job.pids[rank] = proc.pid
+        except (OSError, CgroupError, JobError, ValueError) as e:
+            with contextlib.suppress(CgroupError, OSError):
+                self.driver.kill_all(cg)
+            for started in job.ranks.values():
+                if started is not None:
+                    with contextlib.suppress(Exception):
+                        started.wait(timeout=5)
+            with contextlib.suppress(CgroupError, OSError):
+                self.driver.remove(cg)
+            raise Refused("launch_failed", f"launch of {jid} failed: {e}") from None
+        with self.lock:
+            self.jobs[jid] = job
+        log.info(
+            "launched job %s ranks %s pids %s frozen=%s",
+            jid,
+            ranks,
+            list(job.pids.values()),
+            frozen,
+        )
+        return wire.OK, {
+            "job_id": jid,
+            "pids": {str(r): p for r, p in job.pids.items()},
+            "cgroup": cg,
+            "frozen": frozen,
+            "run_dir": str(out_dir),
+        }
+
+    def _on_quantum(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        runnable: dict[str, int] = msg.data["jobs"]
+        unknown = sorted(j for j in runnable if j not in self.jobs)
+        if unknown:
+            raise Refused("unknown_job", f"quantum {msg.data['q']}: unknown job(s) {unknown}")
+        ack = self.apply(runnable)
+        self.last_q = msg.data["q"]
+        ack.update(q=msg.data["q"], node=self.cfg.node)
+        return wire.ACK, ack
+
+    # ---- enforcement -------------------------------------------------------
+    def apply(self, runnable: dict[str, int]) -> dict[str, Any]:
+        """Freeze the others, set weights, thaw the runnable; report CPU since last time."""
+        t0 = time.perf_counter()
+        live = [j for j in self.jobs.values() if not j.ended]
+        errors: dict[str, str] = {}
+        to_freeze = [j for j in live if j.job_id not in runnable and not j.frozen]
+        to_thaw = [j for j in live if j.job_id in runnable and j.frozen]
+        # Freeze first so outgoing and incoming gangs never overlap.
+        freeze_lat: dict[str, float] = {}
+        try:
+            freeze_lat = self.driver.freeze_many([j.cgroup for j in to_freeze])
+        except FreezeError as e:
+            freeze_lat = e.done
+            for j in to_freeze:
+                if j.cgroup in e.failed:
+                    errors[j.job_id] = f"freeze failed: {e}"
+        except (CgroupError, OSError) as e:
+            for j in to_freeze:
+                errors[j.job_id] = f"freeze failed: {e}"
+        for j in to_freeze:
+            if j.cgroup in freeze_lat:
+                j.frozen = True
+        for j in live:
+            w = runnable.get(j.job_id)
+            if w is not None and w != j.weight:
+                try:
+                    self.driver.set_weight(j.cgroup, w)
+                    j.weight = w
+                except (CgroupError, OSError) as e:
+                    errors[j.job_id] = f"weight failed: {e}"
+        thaw_lat: dict[str, float] = {}
+        try:
+            thaw_lat = self.driver.thaw_many([j.cgroup for j in to_thaw])
+        except (CgroupError, OSError) as e:
+            for j in to_thaw:
+                errors[j.job_id] = f"thaw failed: {e}"
+        for j in to_thaw:
+            if j.cgroup in thaw_lat:
+                j.frozen = False
+        done_ns = time.monotonic_ns()
+        apply_s = time.perf_counter() - t0
+        cpu = self._cpu_deltas()
+        by_cg = {j.cgroup: j.job_id for j in live}
+        for lat in freeze_lat.values():
+            self.metrics.freeze_latency.observe(lat)
+        for lat in thaw_lat.values():
+            self.metrics.thaw_latency.observe(lat)
+        self.metrics.quanta_applied.inc()
+        return {
+            "cpu_ns": cpu,
+            "freeze_latency_s": {by_cg[c]: v for c, v in freeze_lat.items()},
+            "thaw_latency_s": {by_cg[c]: v for c, v in thaw_lat.items()},
+            "applied_monotonic_ns": done_ns,
+            "apply_duration_s": apply_s,
+            "weights_enforced": self.driver.capabilities.weights_enforced,
+            "errors": errors,
+        }
+
+    def _cpu_deltas(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for j in list(self.jobs.values()):
+            if j.ended:
+                if j.final_usage_ns is not None:
+                    out[j.job_id] = max(0, j.final_usage_ns - j.usage_base_ns)
+                    j.usage_base_ns = j.final_usage_ns
+                    j.final_usage_ns = None  # reported once
+                continue
+            try:
+                now = self.driver.cpu_usage_ns(j.cgroup)
+            except (CgroupError, OSError):
+                continue
+            out[j.job_id] = max(0, now - j.usage_base_ns)
+            j.usage_base_ns = now
+        return out
+
+    # ---- metrics ---------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        with self.lock:
+            cgs = {j.job_id: j.cgroup for j in self.jobs.values() if not j.ended}
+        snap = Snapshot(
+            node=self.cfg.node,
+            heartbeat_age_s=self.failsafe.age(),
+            failsafe_active=self.failsafe.active,
+        )
+        for jid, cg in cgs.items():
+            # A job may end between the copy and the read.
+            with contextlib.suppress(CgroupError, OSError):
+                snap.job_cpu_ns[jid] = self.driver.cpu_usage_ns(cg)
+        try:
+            snap.node_cpu_ns = self.driver.cpu_usage_ns(self.parent)
+            snap.capacity_cpus = self.driver.cpu_capacity(self.parent)
+        except (CgroupError, OSError):
+            snap.node_cpu_ns = None
+        return snap

@@ -1,0 +1,141 @@
+"""Job processes of one node: launching into cgroups, reaping, reattaching.
+
+How a child gets into its cgroups before it runs any job code: it is started
+as ``sh -c 'read _ || exit 127; exec </dev/null; exec "$@"'`` with the read end
+of a pipe as its stdin (the job itself then gets /dev/null).
+The shell blocks on the pipe; the agent moves its pid into every job cgroup
+(and lowers its scheduling policy to SCHED_OTHER), then writes one byte; only
+then does the shell exec the real argv, which therefore starts (and forks)
+inside the cgroups. If the agent fails before the byte, the pipe closes, the
+read fails and the shell exits 127 without running the job. A pipe + shell is
+used instead of fork()+preexec code because the agent is multi-threaded (the
+metrics server), where running Python between fork and exec can deadlock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.cgroups.base import DEFAULT_WEIGHT, CgroupDriver, CgroupError
+
+log = logging.getLogger("agent.jobs")
+
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_GATE = 'read _ || exit 127; exec </dev/null; exec "$@"'
+
+
+class JobError(RuntimeError):
+    pass
+
+
+@dataclass
+class Job:
+    job_id: str
+    cgroup: str
+    ranks: dict[int, subprocess.Popen[bytes] | None] = field(default_factory=dict)
+    pids: dict[int, int] = field(default_factory=dict)  # rank -> pid
+    exit_codes: dict[int, int | None] = field(default_factory=dict)
+    weight: int = DEFAULT_WEIGHT
+    frozen: bool = False
+    reattached: bool = False  # found after an agent restart: not our children
+    ended: bool = False
+    exit_code: int | None = None
+    end_reason: str = ""
+    usage_base_ns: int = 0  # usage at the previous quantum ack
+    final_usage_ns: int | None = None
+    run_dir: Path | None = None
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "job_id": self.job_id,
+            "state": "ended" if self.ended else ("frozen" if self.frozen else "running"),
+            "pids": {str(r): p for r, p in self.pids.items()},
+            "exit_code": self.exit_code,
+            "exit_codes": {str(r): c for r, c in self.exit_codes.items()},
+            "weight": self.weight,
+            "reattached": self.reattached,
+        }
+
+
+def job_cgroup(parent: str, job_id: str) -> str:
+    return f"{parent.strip('/')}/job-{job_id}"
+
+
+def check_job_id(job_id: str) -> str:
+    if not JOB_ID_RE.match(job_id):
+        raise JobError(f"bad job id {job_id!r} (want [A-Za-z0-9_.-], at most 64)")
+    return job_id
+
+
+def spawn_rank(
+    driver: CgroupDriver,
+    cgroup: str,
+    argv: list[str],
+    env: dict[str, str],
+    out_dir: Path,
+    rank: int,
+    cwd: str | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start one rank gated on a pipe, place it in the cgroup, then release it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    r, w = os.pipe()
+    try:
+        with (
+            open(out_dir / f"rank-{rank}.out", "ab") as out,
+            open(out_dir / f"rank-{rank}.err", "ab") as err,
+        ):
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", _GATE, argv[0], *argv],
+                stdin=r,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,  # a Ctrl-C to the agent must not hit the jobs
+            )
+    except BaseException:
+        os.close(r)
+        os.close(w)
+        raise
+    os.close(r)
+    try:
+        driver.add_pid(cgroup, proc.pid)
+        _lower_policy(proc.pid)
+        os.write(w, b"go\n")
+    except BaseException:
+        os.close(w)  # the gate's read fails -> exit 127 without running the job
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+        raise
+    os.close(w)
+    return proc
+
+
+def _lower_policy(pid: int) -> None:
+    # The agent may run SCHED_FIFO; jobs must not (SCHED_RESET_ON_FORK covers
+    # this too, this is belt and braces for agents started without it).
+    try:
+        if os.sched_getscheduler(pid) != os.SCHED_OTHER:
+            os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+    except OSError as e:
+        log.warning("could not reset scheduling policy of pid %d: %s", pid, e)
+
+
+def kill_job(driver: CgroupDriver, job: Job) -> None:
+    if job.ended:
+        return
+    try:
+        driver.kill_all(job.cgroup)
+    except (CgroupError, OSError) as e:
+        log.warning("kill of job %s via cgroup failed (%s); signalling pids", job.job_id, e)
+        for pid in job.pids.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

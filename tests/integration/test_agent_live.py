@@ -1,0 +1,356 @@
+"""A real agent process on real cgroups (root only).
+
+Every test's fixture kills the jobs, stops the agent and removes every cgroup
+it made, even when the test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agent import wire
+from agent.cgroups import V1Driver, V2Driver
+from agent.client import AgentClient, AgentError
+
+REPO = Path(__file__).resolve().parents[2]
+CG = Path("/sys/fs/cgroup")
+BUSY = [sys.executable, "-c", "while True: pass"]
+BUSY_ON_CPU1 = [sys.executable, "-c", "import os\nos.sched_setaffinity(0, {1})\nwhile True: pass"]
+
+pytestmark = pytest.mark.root
+
+needs_v1 = pytest.mark.skipif(
+    os.geteuid() != 0 or not (CG / "freezer/tasks").exists() or not (CG / "cpuacct/tasks").exists(),
+    reason="needs root and the cgroup v1 freezer/cpu/cpuacct hierarchies",
+)
+needs_v2 = pytest.mark.skipif(
+    os.geteuid() != 0 or not (CG / "unified/cgroup.controllers").exists(),
+    reason="needs root and cgroup2 mounted at /sys/fs/cgroup/unified",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def remove_tree(drv: V1Driver | V2Driver, parent: str) -> None:
+    """Kill and remove every job group under parent, then parent and empty ancestors."""
+    for name in drv.children(parent):
+        cg = f"{parent}/{name}"
+        with contextlib.suppress(Exception):
+            drv.kill_all(cg)
+        for _ in range(200):
+            try:
+                drv.remove(cg)
+                break
+            except Exception:
+                time.sleep(0.02)
+    comps = parent.split("/")
+    for i in range(len(comps), 0, -1):
+        with contextlib.suppress(Exception):
+            drv.remove("/".join(comps[:i]))
+
+
+@dataclass
+class LiveAgent:
+    node: str
+    addr: tuple[str, int]
+    metrics: tuple[str, int]
+    key: bytes
+    parent: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    start: Callable[[], subprocess.Popen[bytes]]
+    driver: V1Driver | V2Driver
+
+    def client(self, timeout: float = 5.0) -> AgentClient:
+        c = AgentClient(self.addr, self.key, timeout=timeout)
+        c.connect()
+        return c
+
+    def usage(self, job: str) -> int:
+        return self.driver.cpu_usage_ns(f"{self.parent}/job-{job}")
+
+    def metric(self, name: str) -> float | None:
+        host, port = self.metrics
+        text = urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5).read().decode()
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
+
+
+def _start_agent(
+    node: str,
+    port: int,
+    mport: int,
+    keyfile: Path,
+    parent: str,
+    run: Path,
+    log: Path,
+    fst: float,
+    extra: list[str],
+) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable, "-m", "agent", "--node", node,
+        "--listen", f"127.0.0.1:{port}", "--metrics", f"127.0.0.1:{mport}",
+        "--key-file", str(keyfile), "--cgroup-parent", parent, "--run-dir", str(run),
+        "--failsafe-timeout", str(fst), *extra,
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"agent exited: {log.read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("agent did not start listening")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
+    made: list[LiveAgent] = []
+
+    def make(failsafe: float = 5.0, backend: str = "v1") -> LiveAgent:
+        node = f"it{len(made)}"
+        parent = f"cosched/itest-{os.getpid()}-{secrets.token_hex(3)}"
+        key = secrets.token_hex(32).encode()
+        keyfile = tmp_path / f"{node}.key"
+        keyfile.write_bytes(key)
+        port, mport = free_port(), free_port()
+        log = tmp_path / f"{node}.log"
+        run = tmp_path / f"{node}-run"
+
+        def start() -> subprocess.Popen[bytes]:
+            return _start_agent(node, port, mport, keyfile, parent, run, log, failsafe, extra)
+
+        if backend == "v2":
+            extra = ["--backend", "v2", "--cgroup-root", str(CG / "unified")]
+            drv: V1Driver | V2Driver = V2Driver(CG / "unified")
+        else:
+            extra, drv = ["--backend", "v1"], V1Driver()
+        a = LiveAgent(
+            node, ("127.0.0.1", port), ("127.0.0.1", mport), key, parent, start(), log, start, drv
+        )
+        made.append(a)
+        return a
+
+    try:
+        yield make
+    finally:
+        for a in made:
+            _stop(a.proc)
+            remove_tree(a.driver, a.parent)
+
+
+def advancing(a: LiveAgent, job: str, window: float = 0.3) -> int:
+    u0 = a.usage(job)
+    time.sleep(window)
+    return a.usage(job) - u0
+
+
+@needs_v1
+def test_freeze_and_thaw_busy_job(make_agent: Callable[..., LiveAgent]) -> None:
+    a = make_agent()
+    with a.client() as c:
+        c.launch(a.node, "busy", BUSY, start_frozen=False)
+        time.sleep(0.2)
+        assert advancing(a, "busy") > 50_000_000
+        ack = c.quantum(a.node, 1, {})
+        assert "busy" in ack["freeze_latency_s"] and not ack["errors"]
+        assert advancing(a, "busy") == 0  # frozen: cpuacct stands still
+        ack = c.quantum(a.node, 2, {"busy": 100})
+        assert "busy" in ack["thaw_latency_s"]
+        assert advancing(a, "busy") > 50_000_000
+        ack = c.quantum(a.node, 3, {"busy": 100})
+        assert ack["cpu_ns"]["busy"] > 50_000_000
+        c.kill(a.node, "busy")
+        deadline = time.monotonic() + 5
+        while not c.events and time.monotonic() < deadline:
+            c.poll(0.1)
+        assert c.events[0].data["exit_code"] == -signal.SIGKILL
+
+
+@needs_v1
+def test_weights_split_one_core(make_agent: Callable[..., LiveAgent]) -> None:
+    a = make_agent()
+    with a.client() as c:
+        c.launch(a.node, "heavy", BUSY_ON_CPU1, weight=900)
+        c.launch(a.node, "light", BUSY_ON_CPU1, weight=100)
+        c.quantum(a.node, 1, {"heavy": 900, "light": 100})
+        time.sleep(0.5)  # let both settle on CPU 1
+        h0, l0 = a.usage("heavy"), a.usage("light")
+        time.sleep(2.0)
+        dh, dl = a.usage("heavy") - h0, a.usage("light") - l0
+        share = dh / (dh + dl)
+        assert 0.85 <= share <= 0.95, f"heavy got {share:.3f} of CPU 1"
+        c.kill(a.node, "heavy")
+        c.kill(a.node, "light")
+
+
+@needs_v1
+def test_failsafe_thaws_after_controller_silence(make_agent: Callable[..., LiveAgent]) -> None:
+    timeout = 1.0
+    a = make_agent(failsafe=timeout)
+    with a.client() as c:
+        c.launch(a.node, "busy", BUSY, start_frozen=False)
+        c.quantum(a.node, 1, {})
+        silent_since = time.monotonic()
+        assert advancing(a, "busy", 0.2) == 0
+        # Silence: the job must run again within timeout + margin.
+        while advancing(a, "busy", 0.05) == 0:
+            assert time.monotonic() - silent_since < timeout + 1.0, "fail-safe did not thaw"
+        assert time.monotonic() - silent_since >= timeout * 0.9
+        assert a.metric("cosched_agent_failsafe_active") == 1.0
+        assert (a.metric("cosched_agent_failsafe_activations_total") or 0) >= 1
+        # The controller returns: the agent obeys again.
+        c.heartbeat()
+        c.quantum(a.node, 2, {})
+        assert advancing(a, "busy", 0.2) == 0
+        assert a.metric("cosched_agent_failsafe_active") == 0.0
+        c.kill(a.node, "busy")
+    assert "FAIL-SAFE" in a.log.read_text()
+
+
+@needs_v1
+def test_forged_and_replayed_frames(make_agent: Callable[..., LiveAgent]) -> None:
+    a = make_agent()
+    # Forged (wrong key).
+    with socket.create_connection(a.addr, 5) as s:
+        s.sendall(
+            wire.Session(b"not-the-key-at-all", "mallory").make(wire.HELLO, {"nonce": "x"})[1]
+        )
+        assert _read_until_closed(s, a.key)[-1].data["code"] == "bad_mac"
+    # Garbage.
+    with socket.create_connection(a.addr, 5) as s:
+        s.sendall(os.urandom(100))
+        assert _read_until_closed(s, a.key)[-1].data["code"] in ("bad_magic", "bad_version")
+    # Replayed: a recorded frame re-sent on the same and on a new connection.
+    c = a.client()
+    seq, frame = c.session.make(wire.STATUS, {})
+    c.send_raw(frame)
+    c.wait_reply(seq)
+    c.send_raw(frame)
+    with pytest.raises((AgentError, ConnectionError)):
+        c.poll(2)
+        c.poll(1)
+    c.close()
+    c = a.client()
+    c.send_raw(frame)
+    with pytest.raises((AgentError, ConnectionError)):
+        c.poll(2)
+        c.poll(1)
+    c.close()
+    assert a.proc.poll() is None
+    with a.client() as good:
+        assert good.status()["node"] == a.node
+        with pytest.raises(AgentError) as e:
+            good.quantum("elsewhere", 1, {})
+        assert e.value.code == "wrong_node"
+    assert "refused frame" in a.log.read_text()
+
+
+def _read_until_closed(s: socket.socket, key: bytes) -> list[wire.Message]:
+    dec = wire.FrameDecoder(key)
+    out: list[wire.Message] = []
+    while data := s.recv(65536):
+        out += dec.feed(data)
+    assert out and out[-1].type == wire.ERROR
+    return out
+
+
+@needs_v1
+def test_agent_exit_thaws_and_restart_reattaches(make_agent: Callable[..., LiveAgent]) -> None:
+    a = make_agent()
+    with a.client() as c:
+        c.launch(a.node, "busy", BUSY, start_frozen=False)
+        c.quantum(a.node, 1, {})
+        assert advancing(a, "busy", 0.2) == 0
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(10) == 0
+    assert advancing(a, "busy") > 50_000_000  # thawed on the way out
+    a.proc = a.start()
+    with a.client() as c:
+        jobs = {j["job_id"]: j for j in c.status()["jobs"]}
+        assert jobs["busy"]["reattached"] and jobs["busy"]["state"] == "running"
+        c.kill(a.node, "busy")
+        deadline = time.monotonic() + 5
+        while not c.events and time.monotonic() < deadline:
+            c.poll(0.1)
+        ev = c.events[0].data
+        assert ev["job_id"] == "busy" and ev["exit_code"] is None
+
+
+@needs_v2
+def test_v2_freeze_thaw_real_process() -> None:
+    drv = V2Driver("/sys/fs/cgroup/unified")
+    parent = f"cosched/v2test-{os.getpid()}-{secrets.token_hex(3)}"
+    cg = f"{parent}/job-1"
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        drv.ensure_parent(parent)
+        drv.create(cg)
+        proc = subprocess.Popen(BUSY)
+        drv.add_pid(cg, proc.pid)
+        assert drv.pids(cg) == [proc.pid]
+        time.sleep(0.2)
+        lat = drv.freeze(cg)
+        assert drv.is_frozen(cg) and lat < 1.0
+        u0 = drv.cpu_usage_ns(cg)
+        time.sleep(0.3)
+        assert drv.cpu_usage_ns(cg) - u0 < 1_000_000
+        drv.thaw(cg)
+        u0 = drv.cpu_usage_ns(cg)
+        time.sleep(0.3)
+        assert drv.cpu_usage_ns(cg) - u0 > 50_000_000
+        drv.set_weight(cg, 500)  # recorded even without cpu.weight
+        assert drv.get_weight(cg) == 500
+        drv.kill_all(cg)
+        assert proc.wait(5) == -signal.SIGKILL
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        remove_tree(drv, parent)
+
+
+@needs_v2
+def test_agent_on_v2_backend(make_agent: Callable[..., LiveAgent]) -> None:
+    a = make_agent(backend="v2")
+    with a.client() as c:
+        assert c.hello["backend"] == "v2"
+        c.launch(a.node, "busy", BUSY, start_frozen=False)
+        time.sleep(0.2)
+        ack = c.quantum(a.node, 1, {})
+        assert "busy" in ack["freeze_latency_s"] and not ack["errors"]
+        assert advancing(a, "busy") < 1_000_000
+        c.quantum(a.node, 2, {"busy": 200})
+        assert advancing(a, "busy") > 50_000_000
+        c.kill(a.node, "busy")
