@@ -76,6 +76,8 @@ class OusterhoutMatrix:
         self.max_slots = max_slots
         self._rows: list[list[int | None]] = []
         self._where: dict[int, Placement] = {}
+        # jobs_in() is asked for every row at every quantum; rows change rarely.
+        self._jobs_cache: dict[int, tuple[int, ...]] = {}
 
     # ----------------------------------------------------------------- queries
     @property
@@ -106,11 +108,16 @@ class OusterhoutMatrix:
 
     def jobs_in(self, slot: int) -> tuple[int, ...]:
         """Jobs of a row, ordered by their lowest node."""
-        seen: list[int] = []
+        cached = self._jobs_cache.get(slot)
+        if cached is not None:
+            return cached
+        seen: dict[int, None] = {}
         for job in self._row(slot):
-            if job is not None and job not in seen:
-                seen.append(job)
-        return tuple(seen)
+            if job is not None:
+                seen[job] = None
+        jobs = tuple(seen)
+        self._jobs_cache[slot] = jobs
+        return jobs
 
     def free_nodes(self, slot: int) -> tuple[int, ...]:
         """Nodes with an empty cell in ``slot`` (ascending)."""
@@ -197,6 +204,7 @@ class OusterhoutMatrix:
             raise PolicyError(f"job {job_id}: nodes {busy} of slot {slot} are occupied")
         for n in chosen:
             row[n] = job_id
+        self._jobs_cache.clear()
         where = Placement(slot, chosen)
         self._where[job_id] = where
         return where
@@ -207,6 +215,7 @@ class OusterhoutMatrix:
         row = self._rows[where.slot]
         for n in where.nodes:
             row[n] = None
+        self._jobs_cache.clear()
         del self._where[job_id]
         return where
 
@@ -255,6 +264,7 @@ class OusterhoutMatrix:
                 plan[job] = target
             if not ok:
                 continue
+            self._jobs_cache.clear()
             for job, target in plan.items():
                 nodes = self._where[job].nodes
                 for n in nodes:
@@ -270,6 +280,7 @@ class OusterhoutMatrix:
                 slot_map[old] = len(new_rows)
                 new_rows.append(row)
         self._rows = new_rows
+        self._jobs_cache.clear()
         for job, where in list(self._where.items()):
             self._where[job] = Placement(slot_map[where.slot], where.nodes)
         moved = {job: (old, slot_map[target]) for job, (old, target) in moved_old.items()}

@@ -49,6 +49,8 @@ class UtilizationPredictor:
         self.initial = initial
         self._history: dict[int, deque[float]] = {}
         self._flagged: set[int] = set()
+        # eq. (1) is read many times per quantum and changes only on observe()
+        self._estimate: dict[int, float] = {}
 
     def observe(self, job_id: int, utilization: float) -> None:
         """Record the job's utilization (averaged over its processes) in a quantum it ran."""
@@ -65,6 +67,10 @@ class UtilizationPredictor:
         ):
             self._flagged.add(job_id)
         hist.appendleft(value)
+        weights = WEIGHTS[: len(hist)]
+        self._estimate[job_id] = sum(w * u for w, u in zip(weights, hist, strict=True)) / sum(
+            weights
+        )
 
     def observe_processes(self, job_id: int, per_process: Sequence[float]) -> None:
         """Record per-process utilizations; eq. (1)'s inner sum averages them."""
@@ -79,11 +85,7 @@ class UtilizationPredictor:
 
     def estimate(self, job_id: int) -> float:
         """Eq. (1) on the history alone (no sharp-change override); ``initial`` if none."""
-        hist = self._history.get(job_id)
-        if not hist:
-            return self.initial
-        weights = WEIGHTS[: len(hist)]
-        return sum(w * u for w, u in zip(weights, hist, strict=True)) / sum(weights)
+        return self._estimate.get(job_id, self.initial)
 
     def predict(self, job_id: int) -> float:
         """Utilization expected in the job's next quantum: 1.0 if new or flagged."""
@@ -106,4 +108,5 @@ class UtilizationPredictor:
     def forget(self, job_id: int) -> None:
         """Drop a finished job's data."""
         self._history.pop(job_id, None)
+        self._estimate.pop(job_id, None)
         self._flagged.discard(job_id)
