@@ -135,12 +135,24 @@ def _parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _default_nodes(workload: str) -> int:
-    """The trace's MaxProcs for swf:PATH (read from its header only), else 128."""
+    """The trace's MaxProcs for an SWF workload (read from its header only), else 128."""
+    path: str | None = None
     if workload.startswith("swf:"):
+        path = workload[4:]
+    elif workload.endswith(".toml"):
+        from testbed.sim.workloads.spec import WorkloadError, load_workload_spec
+
+        try:
+            spec = load_workload_spec(workload)
+        except (WorkloadError, OSError):
+            return 128  # resolve_workload reports the problem with the spec
+        if spec.source == "swf" and spec.path is not None:
+            path = str(spec.path)
+    if path is not None:
         from testbed.sim.workloads.swf import SwfHeader
 
         try:
-            with open(workload[4:]) as fh:
+            with open(path) as fh:
                 comments = []
                 for line in fh:
                     if not line.lstrip().startswith(";"):
@@ -232,7 +244,9 @@ def run_simulate(args: argparse.Namespace) -> int:
             tag = entry.name if load is None else f"{entry.name}-load{load:g}"
             write_csv(args.out / f"jobs-{tag}.csv", rows)
             write_json(args.out / f"summary-{tag}.json", summary, res)
-    print(f"workload: {workloads[0][2].description}; nodes {nodes}; mode {mode}")
+    gang = any(e.family == "gang" for e in entries)
+    where = f"; gang execution model {mode}" if gang else ""
+    print(f"workload: {workloads[0][2].description}; nodes {nodes}{where}")
     print(table(summaries))
     for s, res in zip(summaries, results, strict=True):
         for job_id, why in res.rejected[:5]:
