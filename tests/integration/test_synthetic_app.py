@@ -1,0 +1,99 @@
+"""The synthetic program of seed 000 Fig. 6 as real processes on 127.0.0.1.
+
+No root needed: ranks are ordinary subprocesses talking TCP on the loopback.
+The CPU-ratio checks are loose on purpose (no test fails because the machine
+is busy): I/O-bound means CPU well below wall, compute-bound means close to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _launch(rank: int, size: int, port: int, args: list[str], tmp: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env.update(
+        COSCHED_RANK=str(rank),
+        COSCHED_SIZE=str(size),
+        COSCHED_RANK0_ADDR="127.0.0.1",
+        COSCHED_PORT=str(port),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "apps.synthetic", *args, "--dir", str(tmp)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _run_job(size: int, args: list[str], tmp: Path) -> list[dict[str, Any]]:
+    port = _free_port()
+    # Start the last rank first: the barrier must cope with rank 0 arriving late.
+    procs = [_launch(r, size, port, args, tmp) for r in reversed(range(size))]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return sorted(results, key=lambda r: r["rank"])
+
+
+def test_two_ranks_agree_on_the_barrier_count(tmp_path: Path) -> None:
+    res = _run_job(2, ["--iterations", "20", "--gcomp", "20000", "--gio", "1"], tmp_path)
+    assert [r["rank"] for r in res] == [0, 1]
+    assert res[0]["barriers"] == res[1]["barriers"] == 20
+    assert all(r["barriers_per_second"] > 0 for r in res)
+    assert list(tmp_path.iterdir()) == []  # per-rank directories removed
+
+
+def test_duration_stops_every_rank_at_the_same_barrier(tmp_path: Path) -> None:
+    res = _run_job(2, ["--duration", "0.5", "--gcomp", "20000"], tmp_path)
+    assert res[0]["barriers"] == res[1]["barriers"] > 1
+    assert res[0]["seconds"] >= 0.5  # rank 0's clock decides
+    assert res[1]["seconds"] >= 0.4  # rank 1 started timing a moment later
+
+
+@pytest.mark.slow
+def test_io_bound_uses_little_cpu_and_compute_bound_uses_it_all(tmp_path: Path) -> None:
+    io = _run_job(1, ["--duration", "1.5", "--gcomp", "0", "--gio", "20"], tmp_path)[0]
+    cpu = _run_job(1, ["--duration", "1.5", "--gcomp", "200000", "--gio", "0"], tmp_path)[0]
+    io_ratio = io["cpu_seconds"] / io["seconds"]
+    cpu_ratio = cpu["cpu_seconds"] / cpu["seconds"]
+    assert io_ratio < 0.75, io
+    assert cpu_ratio > 0.6, cpu
+    assert cpu_ratio - io_ratio > 0.25, (io, cpu)
+
+
+def test_a_rank_that_dies_makes_the_others_fail_clearly(tmp_path: Path) -> None:
+    port = _free_port()
+    args = ["--iterations", "100000", "--gcomp", "10000", "--connect-timeout", "20"]
+    root = _launch(0, 2, port, args, tmp_path)
+    peer = _launch(1, 2, port, args, tmp_path)
+    try:
+        time.sleep(2.0)  # let the job connect and pass some barriers
+        peer.kill()
+        peer.wait(30)
+        _, err = root.communicate(timeout=60)
+    finally:
+        root.kill()
+    assert root.returncode == 1
+    assert err.startswith("synthetic: rank 0: barrier") and "rank 1: connection" in err, err
