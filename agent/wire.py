@@ -47,7 +47,7 @@ JOB_EVENT = "job_event"
 OK = "ok"
 ERROR = "error"
 MESSAGE_TYPES = frozenset(
-    {HELLO, HEARTBEAT, LAUNCH, QUANTUM, ACK, KILL, STATUS, JOB_EVENT, OK, ERROR}
+    {HELLO, HEARTBEAT, LAUNCH, QUANTUM, ACK, KILL, STATUS, JOB_EVENT, OK, ERROR, "request", "reply"}
 )
 
 # Required data fields and their types per request type; replies are free-form.

@@ -1,0 +1,178 @@
+"""Request handlers for docs/controller-api.md (both channels share them).
+
+``handle(ctx, request, caller)`` turns one request object into one reply
+object, ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "<one
+line>"}``; nothing raised here reaches the socket layer, so a bad request can
+never stop the daemon. Operator requests (``set``, ``checkpoint``,
+``shutdown``; killing or re-classing someone else's job) need an operator:
+root, the user running the controller, or a name given with ``--operator``.
+Seed 003 §3.1 ("gangster", "operator control interface").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from controller.checkpoint import CheckpointError
+from controller.jobs import SpecError
+from controller.operator import ConfigError
+from controller.policies.base import PolicyError
+from controller.quantum import RequestError, Scheduler
+
+log = logging.getLogger("controller.api")
+
+OPS = (
+    "submit",
+    "jobs",
+    "job",
+    "matrix",
+    "slice",
+    "kill",
+    "class",
+    "set",
+    "config",
+    "status",
+    "checkpoint",
+    "shutdown",
+)
+OPERATOR_OPS = frozenset({"set", "checkpoint", "shutdown"})
+
+
+class ApiError(ValueError):
+    """A refused request; str() is the one-line error sent back."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    user: str
+    channel: str  # "unix" or "tcp"
+
+
+class Daemon(Protocol):
+    """What the handlers need from the daemon besides the scheduler."""
+
+    def write_checkpoint(self) -> str: ...
+
+    def request_shutdown(self, checkpoint: bool) -> str | None: ...
+
+    def status_extra(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class Context:
+    sched: Scheduler
+    daemon: Daemon
+    operators: frozenset[str] = field(default_factory=frozenset)
+    user_exists: Callable[[str], bool] = lambda name: True
+
+    def is_operator(self, user: str) -> bool:
+        return user in self.operators
+
+
+def _one_line(msg: object) -> str:
+    return " ".join(str(msg).split()) or "error"
+
+
+def handle(ctx: Context, request: object, caller: Caller) -> dict[str, Any]:
+    try:
+        return {"ok": True, "result": _dispatch(ctx, request, caller)}
+    except (ApiError, SpecError, RequestError, ConfigError, PolicyError, CheckpointError) as e:
+        return {"ok": False, "error": _one_line(e)}
+    except Exception as e:  # a handler bug must not take the daemon down
+        log.exception("request failed")
+        return {"ok": False, "error": _one_line(f"internal error: {type(e).__name__}: {e}")}
+
+
+def _args(request: dict[str, Any]) -> dict[str, Any]:
+    args = request.get("args", {})
+    if args is None:
+        return {}
+    if not isinstance(args, dict):
+        raise ApiError("'args' must be a JSON object")
+    return args
+
+
+def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
+    if not isinstance(request, dict):
+        raise ApiError('request must be a JSON object like {"op": "jobs", "args": {}}')
+    op = request.get("op")
+    if op not in OPS:
+        raise ApiError(f"unknown op {op!r}; valid ops: {', '.join(OPS)}")
+    args = _args(request)
+    user = caller.user
+    if not ctx.user_exists(user):
+        raise ApiError(f"unknown user {user!r}: not a user on the controller host")
+    operator = ctx.is_operator(user)
+    if op in OPERATOR_OPS and not operator:
+        raise ApiError(f"{op}: operator only; {user!r} is not an operator")
+    s = ctx.sched
+    now = s.wall()
+    if op == "submit":
+        if "spec" not in args:
+            raise ApiError('submit: missing args.spec, e.g. {"size": 2, "argv": ["./prog"]}')
+        return {"job_id": s.submit(args["spec"], user)}
+    if op == "jobs":
+        show_all = bool(args.get("all", False))
+        return [j.record(now) for _, j in sorted(s.jobs.items()) if show_all or not j.ended]
+    if op == "job":
+        return s.get(args.get("job_id")).record(now, with_ranks=True)
+    if op == "matrix":
+        return s.matrix_view()
+    if op == "slice":
+        return _slice(s, args)
+    if op == "kill":
+        return {"state": s.kill(args.get("job_id"), user, operator)}
+    if op == "class":
+        if "class" not in args:
+            raise ApiError(
+                "class: missing args.class (interactive, production, standby, benchmark)"
+            )
+        return {"class": s.set_class(args.get("job_id"), args["class"], user, operator)}
+    if op == "set":
+        cfg = s.cfg.update(dict(args))
+        s.apply_config()
+        log.info("operator %s set %s", user, args)
+        return cfg
+    if op == "config":
+        return s.cfg.to_dict()
+    if op == "status":
+        skew = s.skew_percentiles()
+        out = {
+            "policy": s.policy_name,
+            "nodes": [n.name for n in s.nodes],
+            "agents": s.pool.connected(),
+            "quanta": s.counters.quanta,
+            "skew_p50_s": skew["p50"],
+            "skew_p99_s": skew["p99"],
+            "queue_length": s.queue_length(),
+            "matching_success_ratio": s.matching_success_ratio(),
+            "cluster_cpu_utilization": s.counters.utilization,
+        }
+        out.update(ctx.daemon.status_extra())
+        return out
+    if op == "checkpoint":
+        return {"path": ctx.daemon.write_checkpoint()}
+    # shutdown
+    ck = args.get("checkpoint", True)
+    if not isinstance(ck, bool):
+        raise ApiError("shutdown: args.checkpoint must be true or false")
+    return {"path": ctx.daemon.request_shutdown(ck)}
+
+
+def _slice(s: Scheduler, args: dict[str, Any]) -> Any:
+    """Seed 003 "slice": delegated to controller/slice.py (another module's owner)."""
+    size = args.get("size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise ApiError(f"slice: size must be an int >= 1, got {size!r}")
+    try:
+        from controller import slice as slice_mod
+    except ImportError:
+        raise ApiError("slice: not available in this build (controller/slice.py missing)") from None
+    fn = getattr(slice_mod, "slice_view", None)
+    if not callable(fn):
+        raise ApiError("slice: controller/slice.py has no slice_view()")
+    result: Any = fn(s.matrix_view(), size)
+    return result

@@ -1,0 +1,125 @@
+"""Checkpoint and restart (seed 003 §3.1: "writes a checkpoint file, and exits.
+A new version can then be started using the checkpoint file").
+
+File format: one JSON object ``{"format": "cosched-controller-checkpoint",
+"version": 1, "sha256": <hex>, "payload": {...}}`` where ``sha256`` is taken
+over the canonical JSON of ``payload`` (sorted keys, compact). Written
+atomically: temp file in the same directory, fsync, rename, fsync of the
+directory; a crash leaves the old file or the new one, never half of one.
+
+Reading refuses, with the reason, a file that is truncated, not JSON, of
+another format/version, or whose checksum does not match; the file is left
+where it is (never overwritten by the refusing process), and every write
+keeps the previous good file as ``PATH.prev``, so the operator can fall back.
+
+Payload: the policy name and parameters, operator config, next job id, every
+job (spec, state, class, placement, ranks, times, CPU), and for paired gang
+the predictor history (``policy.predictor.history``) of unfinished jobs.
+
+Restore strategy (documented choice): policies are pure and have no
+serialisation of their own, so the restored controller builds a *fresh*
+policy and re-submits the unfinished jobs, those already started first (in
+submit order, so they find room and are pinned to the nodes their processes
+really occupy), then the queued ones in submit order; paired gang's
+predictor observations are then replayed oldest first. Round-robin position
+and service credit are not restored: after a restart every row's turn starts
+afresh, which costs at most one round of fairness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from typing import Any
+
+FORMAT = "cosched-controller-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message says why."""
+
+
+def _canonical(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def encode(payload: dict[str, Any]) -> bytes:
+    body = _canonical(payload)
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "payload": payload,
+    }
+    return json.dumps(doc, sort_keys=True, indent=1, allow_nan=False).encode() + b"\n"
+
+
+def decode(data: bytes, where: str = "checkpoint") -> dict[str, Any]:
+    """The payload of a checkpoint file's bytes, or CheckpointError with the reason."""
+    if not data.strip():
+        raise CheckpointError(f"{where}: empty file")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"{where}: not UTF-8 text ({e})") from None
+    except ValueError as e:
+        raise CheckpointError(f"{where}: truncated or not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CheckpointError(f"{where}: not a cosched controller checkpoint")
+    if doc.get("version") != VERSION:
+        raise CheckpointError(
+            f"{where}: checkpoint version {doc.get('version')!r}, this controller reads {VERSION}"
+        )
+    payload = doc.get("payload")
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{where}: payload missing")
+    digest = hashlib.sha256(_canonical(payload)).hexdigest()
+    if doc.get("sha256") != digest:
+        raise CheckpointError(f"{where}: checksum mismatch (file corrupted or edited)")
+    return payload
+
+
+def write(path: str, payload: dict[str, Any]) -> str:
+    """Atomically replace ``path`` with a checkpoint of ``payload``."""
+    data = encode(payload)
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".checkpoint-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # Keep the previous good file as PATH.prev (a hard link: no copy, no
+        # window without a file at PATH) so a later corruption has a fallback.
+        if os.path.exists(path):
+            prev = path + ".prev"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(prev)
+            with contextlib.suppress(OSError):
+                os.link(path, prev)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    # The rename itself must reach the disk too.
+    dfd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return path
+
+
+def read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read ({e.strerror})") from None
+    return decode(data, path)

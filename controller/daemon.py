@@ -1,0 +1,260 @@
+"""The controller daemon: one selector-driven loop, one quantum at a time.
+
+Seed 000 §3.1: the master "decides for the slaves when they should do a
+context switch" and keeps the matrix. One thread does the quantum round and
+answers requests between rounds, so no request is ever served in the middle
+of a context switch and nothing needs a lock; it runs at SCHED_FIFO where
+permitted (with SCHED_RESET_ON_FORK) so the 10 ms quantum boundary is kept
+under load. The metrics HTTP thread only reads values the loop sets.
+
+Seed 003 §3.1, upgrade while running: ``shutdown`` answers, writes the
+checkpoint (the current quantum is complete: requests are only served
+between quanta) and exits; a new process started with ``--restore`` reads
+it, reconnects to the agents, reconciles with their ``status`` and resumes.
+Clients retry meanwhile (controller/client.py), so no request is lost. While
+no controller runs, the agents' fail-safe thaws every job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import logging
+import os
+import selectors
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller import checkpoint as ckpt
+from controller.api import Caller, Context, handle
+from controller.metrics import ControllerMetrics
+from controller.nodes import AgentPool, NodeInfo
+from controller.operator import OperatorConfig
+from controller.quantum import Scheduler
+from controller.server import Server, user_exists
+
+log = logging.getLogger("controller")
+
+DEFAULT_RUN_DIR = "/run/cosched"
+AGENT_PORT = 7070  # the port testbed/cluster starts agents on
+
+
+@dataclass
+class DaemonConfig:
+    policy: str
+    params: dict[str, object]
+    nodes: list[NodeInfo]
+    key: bytes
+    quantum: float = 0.1
+    run_dir: str = DEFAULT_RUN_DIR
+    listen_tcp: tuple[str, int] | None = None
+    metrics: tuple[str, int] | None = None
+    checkpoint: str | None = None
+    checkpoint_every: float = 5.0
+    restore: bool = False
+    fifo_priority: int = 20
+    operators: frozenset[str] = field(default_factory=frozenset)
+    connect_timeout: float = 15.0
+
+
+def _cpu_count(cpus: str) -> int:
+    total = 0
+    for part in cpus.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            total += int(hi) - int(lo) + 1
+        else:
+            total += 1
+    return total
+
+
+def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[NodeInfo]:
+    """Nodes of /run/cosched/cluster.json (testbed/cluster/state.py)."""
+    cpu = state.get("cpu") or {}
+    mech = cpu.get("mechanism", "none")
+    per = cpu.get("per_node") or []
+    out = []
+    for i, n in enumerate(state.get("nodes", [])):
+        capacity = float(os.cpu_count() or 1)
+        p = per[i] if i < len(per) else {}
+        if mech == "cpuset" and p.get("cpus"):
+            capacity = float(_cpu_count(str(p["cpus"])))
+        elif mech == "cfs" and p.get("quota_us") and p.get("period_us"):
+            capacity = p["quota_us"] / p["period_us"]
+        out.append(
+            NodeInfo(
+                name=str(n["name"]),
+                address=(str(n["ctl_ip"]), port),
+                data_ip=str(n.get("data_ip") or n["ctl_ip"]),
+                capacity=capacity,
+            )
+        )
+    if not out:
+        raise ValueError("cluster state lists no nodes")
+    return out
+
+
+def _set_realtime(prio: int) -> None:
+    if prio <= 0:
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(prio))
+        # The metrics thread must hand the GIL back quickly.
+        sys.setswitchinterval(0.0005)
+        log.info("running at SCHED_FIFO priority %d", prio)
+    except (OSError, AttributeError) as e:
+        log.warning("cannot use SCHED_FIFO (%s): quantum boundaries may slip under load", e)
+
+
+class Daemon:
+    def __init__(self, cfg: DaemonConfig) -> None:
+        self.cfg = cfg
+        self.pool = AgentPool(cfg.nodes, cfg.key)
+        self.sched = Scheduler(
+            cfg.policy, cfg.params, self.pool, config=OperatorConfig(quantum=cfg.quantum)
+        )
+        self.metrics = ControllerMetrics()
+        self.sel = selectors.DefaultSelector()
+        self.server: Server | None = None
+        self.ctx = Context(
+            self.sched,
+            self,
+            operators=cfg.operators | {"root", getpass.getuser()},
+            user_exists=user_exists,
+        )
+        self.stopping = False
+        self._shutdown_checkpoint = False
+        self.last_checkpoint: str | None = None
+        self.last_checkpoint_error: str | None = None
+        self._next_save = 0.0
+        self.reconcile_report: dict[str, Any] | None = None
+
+    # ---- api.Daemon --------------------------------------------------------------
+    def write_checkpoint(self) -> str:
+        if not self.cfg.checkpoint:
+            raise ckpt.CheckpointError("no checkpoint path: start the controller with --checkpoint")
+        path = ckpt.write(self.cfg.checkpoint, self.sched.to_payload())
+        self.last_checkpoint = f"{path} at {time.strftime('%H:%M:%S')}"
+        self._next_save = time.monotonic() + self.cfg.checkpoint_every
+        return path
+
+    def request_shutdown(self, checkpoint: bool) -> str | None:
+        # Requests are served between quanta: the current quantum is complete.
+        path = self.write_checkpoint() if checkpoint else None
+        self.stopping = True
+        log.info("shutdown requested (checkpoint %s)", path)
+        return path
+
+    def status_extra(self) -> dict[str, Any]:
+        skew = self.sched.skew_percentiles()
+        return {
+            "skew_p99_s": skew["p99"],
+            "failsafe": "agents thaw all jobs after their fail-safe timeout without us",
+            "checkpoint": self.last_checkpoint,
+            "checkpoint_error": self.last_checkpoint_error,
+            "reconcile": self.reconcile_report,
+            "pid": os.getpid(),
+        }
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        payload = None
+        if self.cfg.restore:
+            if not self.cfg.checkpoint:
+                raise SystemExit("--restore needs --checkpoint PATH")
+            try:
+                payload = ckpt.read(self.cfg.checkpoint)
+            except ckpt.CheckpointError as e:
+                # The file stays as it is: the operator may fall back to a copy.
+                raise SystemExit(f"refusing to restore: {e}") from None
+        self.pool.connect_all(self.cfg.connect_timeout)
+        if payload is not None:
+            self.sched.restore(payload)
+            self.reconcile_report = self.sched.reconcile()
+            log.info("restored %d job(s) from %s", len(self.sched.jobs), self.cfg.checkpoint)
+        if self.cfg.metrics is not None:
+            self.metrics.serve(*self.cfg.metrics)
+        sock = os.path.join(self.cfg.run_dir, "controller.sock")
+        self.server = Server(
+            self.sel,
+            self._handle,
+            unix_path=sock,
+            tcp=self.cfg.listen_tcp,
+            key=self.cfg.key,
+        )
+        log.info(
+            "controller: policy %s, %d node(s), quantum %.3fs, socket %s%s",
+            self.cfg.policy,
+            len(self.cfg.nodes),
+            self.sched.cfg.quantum,
+            sock,
+            f", tcp {self.cfg.listen_tcp[0]}:{self.cfg.listen_tcp[1]}"
+            if self.cfg.listen_tcp
+            else "",
+        )
+        _set_realtime(self.cfg.fifo_priority)
+
+    def _handle(self, request: object, caller: Caller) -> dict[str, Any]:
+        return handle(self.ctx, request, caller)
+
+    def run(self) -> None:
+        self.start()
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.loop()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            self.close()
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        log.info("signal %d: stopping after this quantum", signum)
+        self._shutdown_checkpoint = True
+        self.stopping = True
+
+    def loop(self) -> None:
+        assert self.server is not None
+        next_q = time.monotonic()
+        self._next_save = next_q + self.cfg.checkpoint_every
+        while not self.stopping:
+            now = time.monotonic()
+            if now >= next_q:
+                self.sched.tick()
+                self.metrics.update(self.sched)
+                q = self.sched.cfg.quantum
+                next_q += q
+                if next_q <= time.monotonic():
+                    next_q = time.monotonic() + q  # fell behind: do not burst
+                if self.cfg.checkpoint and time.monotonic() >= self._next_save:
+                    self._autosave()
+                continue
+            for key, mask in self.sel.select(max(0.0, next_q - now)):
+                if self.server.owns(key.data):
+                    self.server.ready(key.data, mask)
+            self.pool.maintain()
+        if self._shutdown_checkpoint and self.cfg.checkpoint:
+            self._autosave()
+
+    def _autosave(self) -> None:
+        try:
+            self.write_checkpoint()
+            self.last_checkpoint_error = None
+        except OSError as e:
+            self.last_checkpoint_error = str(e)
+            self._next_save = time.monotonic() + self.cfg.checkpoint_every
+            log.error("checkpoint failed: %s", e)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        self.pool.close()
+        self.metrics.shutdown()
+        with contextlib.suppress(Exception):
+            self.sel.close()
+        log.info("controller stopped")

@@ -1,0 +1,103 @@
+"""Prometheus exporter of the controller (ARCHITECTURE.md, "Metrics").
+
+One registry per process (never the global default, so tests can build
+several controllers in one interpreter). Gauges are refreshed from the
+scheduler by the daemon thread between quanta (:meth:`ControllerMetrics.update`),
+never read from the HTTP thread, so the scrape needs no lock on the job table.
+
+Matching success ratio and per-slot ratios follow seed 000 §4.1.2 (Fig. 7):
+paired quanta / quanta, and the fraction of quanta each matrix row ran in.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from controller.jobs import CLASSES, STATES
+from controller.quantum import Scheduler
+
+SKEW_BUCKETS = (
+    1e-5,
+    2e-5,
+    5e-5,
+    1e-4,
+    2e-4,
+    5e-4,
+    1e-3,
+    2e-3,
+    5e-3,
+    1e-2,
+    2e-2,
+    5e-2,
+    1e-1,
+)
+
+
+class ControllerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.jobs = Gauge(
+            "cosched_controller_jobs", "Jobs by state and class", ["state", "class"], registry=r
+        )
+        self.queue = Gauge(
+            "cosched_controller_queue_length", "Jobs submitted, not yet placed", registry=r
+        )
+        self.matching = Gauge(
+            "cosched_controller_matching_success_ratio",
+            "Quanta run with a partner row / quanta (paired gang, seed 000 §4.1.2)",
+            registry=r,
+        )
+        self.slot_matched = Gauge(
+            "cosched_controller_slot_matched_ratio",
+            "Fraction of quanta in which the matrix row ran (seed 000 Fig. 7)",
+            ["slot"],
+            registry=r,
+        )
+        self.skew = Histogram(
+            "cosched_controller_quantum_skew_seconds",
+            "Spread of the quantum command's apply instants over the nodes",
+            buckets=SKEW_BUCKETS,
+            registry=r,
+        )
+        self.utilization = Gauge(
+            "cosched_controller_cluster_cpu_utilization_ratio",
+            "CPU used / CPU offered over all nodes in the last quantum",
+            registry=r,
+        )
+        self.quanta = Counter(
+            "cosched_controller_quanta", "Quanta run by the controller", registry=r
+        )
+        self._quanta_seen = 0
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def serve(self, host: str, port: int) -> None:
+        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+
+    def shutdown(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def update(self, s: Scheduler) -> None:
+        counts = s.job_counts()
+        for state in STATES:
+            for cls in CLASSES:
+                self.jobs.labels(state=state, **{"class": cls}).set(counts.get((state, cls), 0))
+        self.queue.set(s.queue_length())
+        self.matching.set(s.matching_success_ratio())
+        for slot, ratio in s.slot_matched_ratio().items():
+            self.slot_matched.labels(slot=str(slot)).set(ratio)
+        for v in s.new_skews:
+            self.skew.observe(v)
+        s.new_skews.clear()
+        self.utilization.set(s.counters.utilization)
+        new = s.counters.quanta - self._quanta_seen
+        if new > 0:
+            self.quanta.inc(new)
+            self._quanta_seen = s.counters.quanta

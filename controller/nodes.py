@@ -1,0 +1,286 @@
+"""The controller's side of the agent channel: one AgentClient per node.
+
+Seed 000 §3.1 (Fig. 5): at every context switch the master tells every slave
+what to run and the slaves answer with the CPU time their processes used. The
+pool does exactly that round: :meth:`AgentPool.quantum` *sends* the command to
+every agent first and only then collects the acks, so the agents apply it at
+nearly the same instant (the skew we measure is the spread of their apply
+times, not the sum of round trips).
+
+Other duties: connect with retry and reconnect in the background, collect the
+unsolicited ``job_event`` frames, and keep every agent's fail-safe quiet with
+heartbeats whenever no other frame went out recently (agents thaw everything
+after 2 s of silence; that must only happen when the controller is gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent import wire
+from agent.client import AgentClient, AgentError
+
+log = logging.getLogger("controller.nodes")
+
+HEARTBEAT_EVERY = 0.5  # well under the agents' default 2 s fail-safe
+RECONNECT_EVERY = 1.0
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A node as the controller needs it: where its agent listens, its data IP, CPUs."""
+
+    name: str
+    address: tuple[str, int]
+    data_ip: str
+    capacity: float = 1.0  # CPUs the node may use (cpuset size or CFS quota/period)
+
+
+@dataclass
+class QuantumResult:
+    """One node's answer to a quantum command: the ack data or why there is none."""
+
+    node: str
+    ack: dict[str, Any] | None
+    error: str | None = None
+    sent_ns: int = 0
+
+
+class Pool(Protocol):
+    """What the scheduler needs from the agents (the real pool or a unit-test fake)."""
+
+    nodes: list[NodeInfo]
+
+    def connected(self) -> dict[str, bool]: ...
+
+    def quantum(self, q: int, commands: dict[str, dict[str, int]]) -> dict[str, QuantumResult]: ...
+
+    def launch(
+        self,
+        node: str,
+        job_id: str,
+        argv: list[str],
+        *,
+        rank: int,
+        size: int,
+        env: dict[str, str],
+        start_frozen: bool,
+        cwd: str | None,
+    ) -> dict[str, Any]: ...
+
+    def kill(self, node: str, job_id: str) -> dict[str, Any]: ...
+
+    def status(self, node: str) -> dict[str, Any] | None: ...
+
+    def events(self) -> list[dict[str, Any]]: ...
+
+    def maintain(self) -> None: ...
+
+
+class AgentPool:
+    """Real agents over TCP (agent/wire.py, HMAC-authenticated)."""
+
+    def __init__(
+        self,
+        nodes: list[NodeInfo],
+        key: bytes,
+        *,
+        timeout: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.nodes = nodes
+        self.key = key
+        self.timeout = timeout
+        self.clock = clock
+        self.clients: dict[str, AgentClient | None] = {n.name: None for n in nodes}
+        self._last_sent: dict[str, float] = {n.name: 0.0 for n in nodes}
+        self._next_try: dict[str, float] = {n.name: 0.0 for n in nodes}
+        self._by_name = {n.name: n for n in nodes}
+        self._events: list[dict[str, Any]] = []
+
+    # ---- connections -------------------------------------------------------
+    def connect_all(self, deadline_s: float = 10.0) -> None:
+        """Connect to every agent, retrying until ``deadline_s``; raise if one is missing."""
+        end = self.clock() + deadline_s
+        while True:
+            for n in self.nodes:
+                if self.clients[n.name] is None:
+                    self._try_connect(n)
+            missing = [n for n, c in self.clients.items() if c is None]
+            if not missing:
+                return
+            if self.clock() > end:
+                raise ConnectionError(f"agents unreachable: {', '.join(missing)}")
+            time.sleep(0.1)
+
+    def _try_connect(self, n: NodeInfo) -> bool:
+        c = AgentClient(n.address, self.key, sender="controller", timeout=self.timeout)
+        try:
+            hello = c.connect()
+        except (OSError, wire.WireError, AgentError, TimeoutError) as e:
+            c.close()
+            self._next_try[n.name] = self.clock() + RECONNECT_EVERY
+            log.debug("agent %s at %s:%d not reachable: %s", n.name, *n.address, e)
+            return False
+        if hello.get("node") not in (None, n.name):
+            c.close()
+            log.error("agent at %s:%d says it is %r, not %r", *n.address, hello["node"], n.name)
+            self._next_try[n.name] = self.clock() + RECONNECT_EVERY
+            return False
+        self.clients[n.name] = c
+        self._last_sent[n.name] = self.clock()
+        log.info("connected to agent %s at %s:%d", n.name, *n.address)
+        return True
+
+    def _drop(self, node: str, why: object) -> None:
+        c = self.clients.get(node)
+        if c is not None:
+            # Keep events that arrived before the break.
+            self._events.extend(m.data for m in c.events)
+            c.close()
+        self.clients[node] = None
+        self._next_try[node] = self.clock() + RECONNECT_EVERY
+        log.warning("lost agent %s: %s", node, why)
+
+    def connected(self) -> dict[str, bool]:
+        return {n: c is not None for n, c in self.clients.items()}
+
+    def close(self) -> None:
+        for n in list(self.clients):
+            c = self.clients[n]
+            if c is not None:
+                c.close()
+            self.clients[n] = None
+
+    def sockets(self) -> list[tuple[socket.socket, str]]:
+        """Sockets to watch in the main selector (events arrive unsolicited)."""
+        return [(c.sock, n) for n, c in self.clients.items() if c is not None and c.sock]
+
+    # ---- the quantum round ----------------------------------------------
+    def quantum(self, q: int, commands: dict[str, dict[str, int]]) -> dict[str, QuantumResult]:
+        """Send every node its command, then collect every ack (seed 000 Fig. 5)."""
+        start = time.time()
+        sent: dict[str, tuple[AgentClient, int, int]] = {}
+        out: dict[str, QuantumResult] = {}
+        for node, jobs in commands.items():
+            c = self.clients.get(node)
+            if c is None:
+                out[node] = QuantumResult(node, None, "not connected")
+                continue
+            try:
+                seq = c.send(wire.QUANTUM, c.quantum_message(node, q, jobs, start))
+            except OSError as e:
+                self._drop(node, e)
+                out[node] = QuantumResult(node, None, f"send failed: {e}")
+                continue
+            sent[node] = (c, seq, time.monotonic_ns())
+            self._last_sent[node] = self.clock()
+        for node, (c, seq, sent_ns) in sent.items():
+            try:
+                reply = c.wait_reply(seq, self.timeout)
+                out[node] = QuantumResult(node, reply.data, None, sent_ns)
+            except AgentError as e:
+                out[node] = QuantumResult(node, None, f"{e.code}: {e.reason}", sent_ns)
+            except (OSError, TimeoutError, wire.WireError) as e:
+                self._drop(node, e)
+                out[node] = QuantumResult(node, None, f"no ack: {e}", sent_ns)
+        return out
+
+    # ---- plain requests ---------------------------------------------------
+    def _request(self, node: str, mtype: str, data: dict[str, Any]) -> dict[str, Any]:
+        c = self.clients.get(node)
+        if c is None:
+            raise ConnectionError(f"agent {node} is not connected")
+        try:
+            reply = c.request(mtype, data, self.timeout)
+        except (OSError, TimeoutError, wire.WireError) as e:
+            self._drop(node, e)
+            raise ConnectionError(f"agent {node}: {e}") from None
+        self._last_sent[node] = self.clock()
+        return reply.data
+
+    def launch(
+        self,
+        node: str,
+        job_id: str,
+        argv: list[str],
+        *,
+        rank: int,
+        size: int,
+        env: dict[str, str],
+        start_frozen: bool,
+        cwd: str | None,
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "node": node,
+            "job_id": job_id,
+            "argv": argv,
+            "ranks": [rank],
+            "env": env,
+            "start_frozen": start_frozen,
+            "size": size,
+        }
+        if cwd is not None:
+            data["cwd"] = cwd
+        return self._request(node, wire.LAUNCH, data)
+
+    def kill(self, node: str, job_id: str) -> dict[str, Any]:
+        return self._request(node, wire.KILL, {"node": node, "job_id": job_id})
+
+    def status(self, node: str) -> dict[str, Any] | None:
+        try:
+            return self._request(node, wire.STATUS, {"node": node})
+        except (ConnectionError, AgentError) as e:
+            log.warning("status of %s: %s", node, e)
+            return None
+
+    # ---- background duties --------------------------------------------------
+    def events(self) -> list[dict[str, Any]]:
+        """job_event data received so far (reads what is waiting, never blocks)."""
+        for node, c in list(self.clients.items()):
+            if c is None or c.sock is None:
+                continue
+            try:
+                ready, _, _ = select.select([c.sock], [], [], 0)
+                if ready:
+                    c.poll(0)
+            except (OSError, wire.WireError, AgentError) as e:
+                self._drop(node, e)
+                continue
+            while c.events:
+                self._events.append(c.events.popleft().data)
+        out, self._events = self._events, []
+        return out
+
+    def maintain(self) -> None:
+        """Reconnect lost agents; heartbeat the ones nothing was sent to lately."""
+        now = self.clock()
+        for n in self.nodes:
+            if self.clients[n.name] is None and now >= self._next_try[n.name]:
+                self._try_connect(n)
+        due = [
+            (name, c)
+            for name, c in self.clients.items()
+            if c is not None and now - self._last_sent[name] >= HEARTBEAT_EVERY
+        ]
+        pending: list[tuple[str, AgentClient, int]] = []
+        for name, c in due:
+            try:
+                pending.append((name, c, c.send(wire.HEARTBEAT, {})))
+                self._last_sent[name] = now
+            except OSError as e:
+                self._drop(name, e)
+        for name, c, seq in pending:
+            try:
+                c.wait_reply(seq, self.timeout)
+            except (OSError, TimeoutError, wire.WireError, AgentError) as e:
+                self._drop(name, e)
+
+    def node(self, name: str) -> NodeInfo:
+        return self._by_name[name]

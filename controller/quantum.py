@@ -1,0 +1,764 @@
+"""The scheduler core: job table, policy, and one quantum at a time.
+
+Gang modes (strict gang, gang-greedy, gang-backfill, paired gang; seed 000 §2,
+seed 001 §3.2): every quantum the policy's :class:`QuantumPlan` becomes one
+``{job_id: weight}`` command per node, sent to all agents before any ack is
+awaited (seed 000 §3.1, Fig. 5). The acks carry each job's CPU time since the
+previous ack, from which the utilization of the jobs that ran in the previous
+quantum is fed back with ``policy.observe`` (seed 000 §3.2, "the master daemon
+collects the data from all the nodes and calculates the average CPU
+utilization for the job").
+
+Batch modes (fcfs, easy, conservative, lookahead; seed 001 §3.1): the policy
+says which jobs start; they are launched thawed and run to completion. A
+quantum command listing every running job is still sent each period: it is
+the heartbeat and it brings back CPU time, so accounting is the same.
+
+Utilization normalisation: the utilization of job *j* in a quantum is
+
+    sum over its ranks of cpu_ns / sum over its nodes of (elapsed_ns x capacity)
+
+where elapsed is the time between the node's two consecutive applies and
+capacity the node's CPU allowance (1 for a dedicated core, 0.5 for a node
+capped at half a CPU). A compute-bound job thus reads ~1.0 however the node is
+capped, as eq. (1) of seed 000 expects.
+
+Skew: agents on one host share CLOCK_MONOTONIC, so the spread of the acks'
+``applied_monotonic_ns`` over the nodes of one quantum is the cross-node
+command skew (on real nodes it mixes clocks; it is reported all the same).
+
+The class rules (controller/classes.py) are applied around the policy.
+Everything here is driven by an injected clock and agent pool, so unit tests
+run it with fakes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.client import AgentError
+from controller import classes
+from controller.jobs import (
+    BENCHMARK,
+    DONE,
+    FAILED,
+    INTERACTIVE,
+    KILLED,
+    PRODUCTION,
+    QUEUED,
+    STANDBY,
+    Job,
+    SpecError,
+    parse_spec,
+)
+from controller.nodes import NodeInfo, Pool, QuantumResult
+from controller.operator import OperatorConfig
+from controller.policies.base import BatchPolicy, GangPolicy, JobRequest, QuantumPlan
+from controller.policies.registry import Policy, lookup, make_policy
+
+log = logging.getLogger("controller.quantum")
+
+PORT_BASE = 20000
+SKEW_WINDOW = 10000
+
+
+class RequestError(ValueError):
+    """A request the scheduler refuses (bad job id, permission, limit)."""
+
+
+def job_port(job_id: int) -> int:
+    """Rank 0's barrier port: unique among the 20000 most recent jobs."""
+    return PORT_BASE + job_id % 20000
+
+
+def job_utilization(
+    cpu_ns: Mapping[str, Mapping[int, int]],
+    elapsed_ns: Mapping[str, int],
+    capacity: Mapping[str, float],
+    placement: Mapping[int, list[str]],
+) -> dict[int, float]:
+    """Utilization per job (module docstring): CPU used / CPU the nodes offered.
+
+    ``cpu_ns[node][job]`` is the job's CPU time on the node in the quantum,
+    ``elapsed_ns[node]`` the quantum's length there. Jobs with a node lacking
+    data are left out rather than under-reported.
+    """
+    out: dict[int, float] = {}
+    for job, nodes in placement.items():
+        used = 0
+        offered = 0.0
+        ok = bool(nodes)
+        for n in nodes:
+            if n not in elapsed_ns or job not in cpu_ns.get(n, {}) or elapsed_ns[n] <= 0:
+                ok = False
+                break
+            used += cpu_ns[n][job]
+            offered += elapsed_ns[n] * capacity.get(n, 1.0)
+        if ok and offered > 0:
+            out[job] = min(1.0, max(0.0, used / offered))
+    return out
+
+
+def command_skew_s(applied_ns: Mapping[str, int]) -> float | None:
+    """Spread of the apply instants of one quantum over the nodes (None if < 2)."""
+    if len(applied_ns) < 2:
+        return None
+    return (max(applied_ns.values()) - min(applied_ns.values())) / 1e9
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+@dataclass
+class Counters:
+    quanta: int = 0
+    paired_quanta: int = 0
+    planned_quanta: int = 0
+    failed_commands: int = 0
+    utilization: float = 0.0  # cluster CPU utilization in the last quantum (0..1)
+
+
+class Scheduler:
+    """Jobs, policy, classes and the per-quantum round; no sockets of its own."""
+
+    def __init__(
+        self,
+        policy_name: str,
+        params: Mapping[str, object],
+        pool: Pool,
+        *,
+        config: OperatorConfig | None = None,
+        wall: Callable[[], float] = time.time,
+        mono: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.policy_name = policy_name
+        self.params = dict(params)
+        self.entry = lookup(policy_name)
+        self.pool = pool
+        self.nodes: list[NodeInfo] = list(pool.nodes)
+        self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.cfg = config or OperatorConfig()
+        if self.cfg.max_slots is None and "max_slots" in self.params:
+            ms = self.params["max_slots"]
+            self.cfg.max_slots = ms if isinstance(ms, int) else None
+        self.wall = wall
+        self.mono = mono
+        self.policy: Policy = self._new_policy()
+        self.jobs: dict[int, Job] = {}
+        self.next_id = 1
+        self.held: list[int] = []  # jobs not yet handed to the policy
+        self.in_policy: set[int] = set()
+        self.batch_nodes: dict[int, list[int]] = {}  # batch: job -> node indices
+        self.q = 0
+        self.last_plan: QuantumPlan | None = None
+        self._prev_runnable: dict[int, list[str]] = {}  # job -> nodes, previous quantum
+        self._prev_applied: dict[str, int] = {}
+        self._last_tick: float | None = None
+        self.skews: deque[float] = deque(maxlen=SKEW_WINDOW)
+        self.new_skews: list[float] = []  # drained by the metrics exporter
+        self.slot_runs: Counter[int] = Counter()
+        self.counters = Counters()
+        self.last_utilization: dict[int, float] = {}
+
+    # ---- construction --------------------------------------------------------
+    @property
+    def family(self) -> str:
+        return self.entry.family
+
+    def _new_policy(self) -> Policy:
+        params = dict(self.params)
+        if "max_slots" in {p.name for p in self.entry.params}:
+            params["max_slots"] = self.cfg.max_slots
+        return make_policy(self.policy_name, len(self.nodes), params)
+
+    def apply_config(self) -> None:
+        """Push operator settings that live inside the policy (max_slots)."""
+        matrix = getattr(self.policy, "matrix", None)
+        if matrix is not None and hasattr(matrix, "max_slots"):
+            # Only new rows are affected: existing rows are never torn down.
+            matrix.max_slots = self.cfg.max_slots
+
+    # ---- requests ------------------------------------------------------------
+    def submit(self, raw: object, user: str) -> int:
+        spec = parse_spec(raw, len(self.nodes))
+        if self.cfg.user_limit is not None:
+            mine = sum(1 for j in self.jobs.values() if j.user == user and not j.ended)
+            if mine >= self.cfg.user_limit:
+                raise SpecError(
+                    f"user {user!r} already has {mine} unfinished job(s), the limit is"
+                    f" {self.cfg.user_limit}; wait for one to end or ask the operator"
+                )
+        job = Job(
+            job_id=self.next_id,
+            spec=spec,
+            user=user,
+            submit_time=self.wall(),
+            job_class=spec.job_class,
+        )
+        self.next_id += 1
+        self.jobs[job.job_id] = job
+        self.held.append(job.job_id)
+        log.info("job %d submitted by %s: %s", job.job_id, user, " ".join(spec.argv))
+        self._hand_over()
+        return job.job_id
+
+    def get(self, job_id: object) -> Job:
+        if not isinstance(job_id, int) or isinstance(job_id, bool):
+            raise RequestError(f"job_id: want an int, got {job_id!r}")
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise RequestError(f"no job {job_id}; see the 'jobs' request for valid ids")
+        return job
+
+    def kill(self, job_id: object, user: str, operator: bool) -> str:
+        job = self.get(job_id)
+        if not operator and job.user != user:
+            raise RequestError(f"job {job.job_id} belongs to {job.user!r}, not {user!r}")
+        if job.ended:
+            return job.state
+        self._kill_ranks(job)
+        self._end(job, KILLED, f"killed by {user}")
+        return job.state
+
+    def set_class(self, job_id: object, new_class: object, user: str, operator: bool) -> str:
+        job = self.get(job_id)
+        if not operator and job.user != user:
+            raise RequestError(f"job {job.job_id} belongs to {job.user!r}, not {user!r}")
+        if new_class not in classes.RANK:
+            raise RequestError(
+                f"class: unknown class {new_class!r}; valid: {', '.join(classes.RANK)}"
+            )
+        assert isinstance(new_class, str)
+        if job.ended:
+            raise RequestError(f"job {job.job_id} has ended ({job.state})")
+        if new_class == INTERACTIVE and job.job_class != INTERACTIVE:
+            job.promotions += 1
+            job.interactive_run_s = 0.0  # a fresh allowance (seed 003, gangster)
+        job.job_class = new_class
+        log.info("job %d class -> %s (by %s)", job.job_id, new_class, user)
+        self._hand_over()
+        return job.job_class
+
+    # ---- hand-over to the policy (classes rule 1) ------------------------------
+    def _request(self, job: Job) -> JobRequest:
+        return JobRequest(
+            job_id=job.job_id,
+            size=job.spec.size,
+            estimate=job.spec.estimate,
+            submit_time=self.mono(),
+            exclusive=job.spec.exclusive or job.job_class == BENCHMARK,
+            user=job.user,
+        )
+
+    def _policy_submit(self, job: Job) -> None:
+        self.policy.submit(self._request(job), self.mono())
+        self.in_policy.add(job.job_id)
+
+    def _withdraw_outranked(self) -> None:
+        """Take back jobs waiting inside a gang policy that a held job outranks."""
+        if not self.held or not isinstance(self.policy, GangPolicy):
+            return
+        best = min(classes.RANK[self.jobs[j].job_class] for j in self.held)
+        for jid in sorted(self.in_policy):
+            job = self.jobs[jid]
+            if job.state == QUEUED and classes.RANK[job.job_class] > best:
+                # finish() of a queued job only drops it from the policy's queue.
+                self.policy.finish(jid, self.mono())
+                self.in_policy.discard(jid)
+                self.held.append(jid)
+
+    def _hand_over(self) -> None:
+        self._withdraw_outranked()
+        while self.held:
+            order = classes.hold_order(self.jobs[j] for j in self.held)
+            head = order[0]
+            others = sum(1 for j in order if j.job_class != STANDBY)
+            waiting = self.policy.queue_length
+            if isinstance(self.policy, BatchPolicy) and head.job_class != STANDBY:
+                waiting = 0  # backfilling needs to see the whole queue
+            if not classes.may_hand_over(head, waiting, others):
+                break
+            self.held.remove(head.job_id)
+            self._policy_submit(head)
+        if isinstance(self.policy, GangPolicy):
+            self._launch_placed()
+
+    # ---- launch / end ------------------------------------------------------------
+    def _launch_placed(self) -> None:
+        """Start (frozen) every job the gang policy has placed but we have not launched."""
+        assert isinstance(self.policy, GangPolicy)
+        for jid in sorted(self.in_policy):
+            job = self.jobs[jid]
+            if job.state != QUEUED:
+                continue
+            where = self.policy.placement(jid)
+            if where is None:
+                continue
+            self._launch(job, [self.nodes[i].name for i in where[1]], start_frozen=True)
+
+    def _launch(self, job: Job, nodes: list[str], *, start_frozen: bool) -> None:
+        job.start(self.wall(), nodes)
+        rank0 = self.nodes[self.node_index[nodes[0]]].data_ip
+        for rank, node in enumerate(nodes):
+            env = dict(job.spec.env)
+            env.update(
+                COSCHED_JOB=str(job.job_id),
+                COSCHED_RANK=str(rank),
+                COSCHED_SIZE=str(job.spec.size),
+                COSCHED_RANK0_ADDR=rank0,
+                COSCHED_PORT=str(job_port(job.job_id)),
+                COSCHED_NODE=node,
+            )
+            try:
+                reply = self.pool.launch(
+                    node,
+                    str(job.job_id),
+                    list(job.spec.argv),
+                    rank=rank,
+                    size=job.spec.size,
+                    env=env,
+                    start_frozen=start_frozen,
+                    cwd=job.spec.cwd,
+                )
+            except (AgentError, ConnectionError, OSError) as e:
+                log.error("job %d: launch of rank %d on %s failed: %s", job.job_id, rank, node, e)
+                job.ranks[rank].ended = True
+                self._kill_ranks(job)
+                self._end(job, FAILED, f"rank {rank} could not start on {node}: {e}")
+                return
+            r = job.ranks[rank]
+            pids = reply.get("pids", {})
+            r.pid = pids.get(str(rank))
+            run_dir = reply.get("run_dir")
+            if run_dir:
+                r.stdout = f"{run_dir}/rank-{rank}.out"
+                r.stderr = f"{run_dir}/rank-{rank}.err"
+        if not start_frozen:
+            job.set_runnable(True)
+        log.info("job %d launched on %s", job.job_id, ",".join(nodes))
+
+    def _kill_ranks(self, job: Job) -> None:
+        for r in job.ranks:
+            if r.ended:
+                continue
+            try:
+                self.pool.kill(r.node, str(job.job_id))
+            except (AgentError, ConnectionError, OSError) as e:
+                log.warning("job %d: kill on %s: %s", job.job_id, r.node, e)
+
+    def _end(self, job: Job, state: str, reason: str, exit_code: int | None = None) -> None:
+        if job.ended:
+            return
+        job.end(state, self.wall(), reason, exit_code)
+        if job.job_id in self.held:
+            self.held.remove(job.job_id)
+        if job.job_id in self.in_policy:
+            self.in_policy.discard(job.job_id)
+            self.policy.finish(job.job_id, self.mono())
+        self.batch_nodes.pop(job.job_id, None)
+        self._prev_runnable.pop(job.job_id, None)
+        log.info("job %d %s: %s", job.job_id, state, reason)
+        self._hand_over()
+
+    def on_event(self, ev: Mapping[str, Any]) -> None:
+        """An agent's job_event: a rank exited (or vanished)."""
+        if ev.get("event") != "exit":
+            return
+        try:
+            jid = int(str(ev.get("job_id")))
+        except ValueError:
+            return
+        job = self.jobs.get(jid)
+        node = ev.get("node")
+        if job is None or not isinstance(node, str):
+            log.warning("event for unknown job %s on %s", ev.get("job_id"), node)
+            return
+        code = ev.get("exit_code")
+        self._rank_ended(job, node, code if isinstance(code, int) else None, ev)
+
+    def _rank_ended(
+        self, job: Job, node: str, code: int | None, ev: Mapping[str, Any] | None = None
+    ) -> None:
+        for rank, r in enumerate(job.ranks):
+            if r.node != node or r.ended:
+                continue
+            r.ended = True
+            if ev is not None:
+                codes = ev.get("exit_codes") or {}
+                c = codes.get(str(rank), code) if isinstance(codes, dict) else code
+                r.exit_code = c if isinstance(c, int) else code
+            else:
+                r.exit_code = code
+            if job.ended:
+                continue
+            if r.exit_code not in (0, None):
+                self._kill_ranks(job)
+                self._end(
+                    job,
+                    FAILED,
+                    f"rank {rank} on {node} exited with {r.exit_code}",
+                    r.exit_code,
+                )
+        if not job.ended and job.ranks and all(r.ended for r in job.ranks):
+            if all(r.exit_code == 0 for r in job.ranks):
+                self._end(job, DONE, "all ranks exited 0", 0)
+            else:
+                # Only an agent restart loses exit codes (reattached, not its child).
+                self._end(job, DONE, "ranks ended; exit status unknown (agent restarted)")
+
+    # ---- the quantum -----------------------------------------------------------------
+    def tick(self) -> None:
+        """One quantum: events, class rules, the plan, the command round, feedback."""
+        now = self.mono()
+        for ev in self.pool.events():
+            self.on_event(ev)
+        self._class_rules(now)
+        self._hand_over()
+        if isinstance(self.policy, GangPolicy):
+            runnable, weights, plan = self._gang_plan(now)
+        else:
+            runnable, weights, plan = self._batch_plan(now)
+        commands: dict[str, dict[str, int]] = {n.name: {} for n in self.nodes}
+        for jid, nodes in runnable.items():
+            for n in nodes:
+                commands[n][str(jid)] = weights.get(jid, 100)
+        self.q += 1
+        results = self.pool.quantum(self.q, commands)
+        self._account(results)
+        for job in self.jobs.values():
+            job.set_runnable(job.job_id in runnable)
+        self._prev_runnable = runnable
+        self.last_plan = plan
+        self.counters.quanta += 1
+        for ev in self.pool.events():
+            self.on_event(ev)
+
+    def _class_rules(self, now: float) -> None:
+        dt = 0.0 if self._last_tick is None else max(0.0, now - self._last_tick)
+        self._last_tick = now
+        for job in self.jobs.values():
+            if job.job_class == INTERACTIVE and job.active:
+                job.interactive_run_s += dt
+                if classes.should_demote(job, self.cfg.interactive_limit):
+                    job.job_class = PRODUCTION
+                    log.info(
+                        "job %d demoted to production after %.1fs interactive",
+                        job.job_id,
+                        job.interactive_run_s,
+                    )
+
+    def _placed(self) -> dict[int, tuple[int, ...]]:
+        assert isinstance(self.policy, GangPolicy)
+        out: dict[int, tuple[int, ...]] = {}
+        for jid in self.in_policy:
+            where = self.policy.placement(jid)
+            if where is not None and self.jobs[jid].active:
+                out[jid] = where[1]
+        return out
+
+    def _gang_plan(
+        self, now: float
+    ) -> tuple[dict[int, list[str]], dict[int, int], QuantumPlan | None]:
+        assert isinstance(self.policy, GangPolicy)
+        plan: QuantumPlan | None = None
+        node_jobs: tuple[tuple[int, ...], ...] = ()
+        # A row whose jobs the class rules hold back would run nothing: skip it
+        # (at most one pass over the rows).
+        for _ in range(max(1, self.policy.slot_count)):
+            plan = self.policy.next_quantum(now)
+            self._launch_placed()
+            placed = self._placed()
+            cls = {j: self.jobs[j].job_class for j in placed}
+            # Only jobs we really launched can be listed to the agents.
+            raw = tuple(tuple(j for j in js if j in placed) for js in plan.node_jobs)
+            node_jobs, _removed = classes.filter_plan(raw, cls, placed)
+            if not classes.plan_is_empty(node_jobs) or classes.plan_is_empty(raw):
+                break
+        runnable: dict[int, list[str]] = {}
+        for n, js in enumerate(node_jobs):
+            for j in js:
+                runnable.setdefault(j, []).append(self.nodes[n].name)
+        weights = dict(plan.weights) if plan is not None else {}
+        if plan is not None and plan.slot is not None:
+            self.counters.planned_quanta += 1
+            self.slot_runs[plan.slot] += 1
+            if plan.partner is not None:
+                self.counters.paired_quanta += 1
+                self.slot_runs[plan.partner] += 1
+        return runnable, weights, plan
+
+    def _batch_plan(
+        self, now: float
+    ) -> tuple[dict[int, list[str]], dict[int, int], QuantumPlan | None]:
+        assert isinstance(self.policy, BatchPolicy)
+        for req in self.policy.schedule(now):
+            job = self.jobs[req.job_id]
+            used = {n for ns in self.batch_nodes.values() for n in ns}
+            free = [i for i in range(len(self.nodes)) if i not in used]
+            if len(free) < job.spec.size:
+                # The policy's count and ours disagree: tell it the job is gone.
+                self._end(job, FAILED, "no free nodes at start (policy/controller mismatch)")
+                continue
+            chosen = free[: job.spec.size]
+            self.batch_nodes[job.job_id] = chosen
+            self._launch(job, [self.nodes[i].name for i in chosen], start_frozen=False)
+        runnable = {
+            j: [self.nodes[i].name for i in ns]
+            for j, ns in self.batch_nodes.items()
+            if self.jobs[j].active
+        }
+        return runnable, {}, None
+
+    def _account(self, results: Mapping[str, QuantumResult]) -> None:
+        """CPU time per job, utilization feedback, skew, cluster utilization."""
+        cpu: dict[str, dict[int, int]] = {}
+        elapsed: dict[str, int] = {}
+        applied: dict[str, int] = {}
+        for node, res in results.items():
+            if res.ack is None:
+                self.counters.failed_commands += 1
+                log.warning("quantum %d on %s: %s", self.q, node, res.error)
+                continue
+            ack = res.ack
+            per: dict[int, int] = {}
+            for k, v in (ack.get("cpu_ns") or {}).items():
+                try:
+                    per[int(k)] = int(v)
+                except (TypeError, ValueError):
+                    continue
+            cpu[node] = per
+            for jid, ns in per.items():
+                job = self.jobs.get(jid)
+                if job is not None:
+                    job.cpu_ns += ns
+            if ack.get("errors"):
+                log.warning("quantum %d on %s: %s", self.q, node, ack["errors"])
+            t = ack.get("applied_monotonic_ns")
+            if isinstance(t, int):
+                applied[node] = t
+                prev = self._prev_applied.get(node)
+                if prev is not None:
+                    elapsed[node] = t - prev
+        capacity = {n.name: n.capacity for n in self.nodes}
+        util = job_utilization(cpu, elapsed, capacity, self._prev_runnable)
+        self.last_utilization = util
+        if util and isinstance(self.policy, GangPolicy):
+            self.policy.observe({j: u for j, u in util.items() if j in self.in_policy})
+        skew = command_skew_s(applied)
+        if skew is not None:
+            self.skews.append(skew)
+            self.new_skews.append(skew)
+        total_cpu = sum(sum(per.values()) for per in cpu.values())
+        offered = sum(elapsed[n] * capacity.get(n, 1.0) for n in elapsed)
+        if offered > 0:
+            self.counters.utilization = min(1.0, total_cpu / offered)
+        self._prev_applied.update(applied)
+        for node in results:
+            if node not in applied:
+                self._prev_applied.pop(node, None)
+
+    # ---- views -------------------------------------------------------------------
+    def queue_length(self) -> int:
+        return len(self.held) + self.policy.queue_length
+
+    def matching_success_ratio(self) -> float:
+        c = self.counters
+        return c.paired_quanta / c.planned_quanta if c.planned_quanta else 0.0
+
+    def slot_matched_ratio(self) -> dict[int, float]:
+        """Fraction of planned quanta in which each row ran (seed 000 Fig. 7 bottom)."""
+        total = self.counters.planned_quanta
+        return {s: n / total for s, n in sorted(self.slot_runs.items())} if total else {}
+
+    def skew_percentiles(self) -> dict[str, float | None]:
+        v = list(self.skews)
+        return {"p50": percentile(v, 50), "p99": percentile(v, 99), "max": max(v, default=None)}
+
+    def matrix_view(self) -> dict[str, Any]:
+        if isinstance(self.policy, GangPolicy):
+            matrix = getattr(self.policy, "matrix", None)
+            slots: list[list[int | None]] = matrix.render() if matrix is not None else []
+        else:
+            row: list[int | None] = [None] * len(self.nodes)
+            for j, ns in self.batch_nodes.items():
+                for n in ns:
+                    row[n] = j
+            slots = [row] if self.batch_nodes else []
+        plan = self.last_plan
+        shown = {j for row_ in slots for j in row_ if j is not None}
+        shown.update(self.held)
+        shown.update(self.in_policy)
+        return {
+            "policy": self.policy_name,
+            "quantum": self.cfg.quantum,
+            "nodes": [n.name for n in self.nodes],
+            "slots": slots,
+            "running": {
+                "slot": plan.slot if plan else None,
+                "partner": plan.partner if plan else None,
+                "alternates": sorted(plan.alternates) if plan else [],
+            },
+            "jobs": {
+                str(j): {
+                    "user": self.jobs[j].user,
+                    "class": self.jobs[j].job_class,
+                    "size": self.jobs[j].spec.size,
+                    "state": self.jobs[j].state,
+                }
+                for j in sorted(shown)
+                if j in self.jobs
+            },
+        }
+
+    def job_counts(self) -> dict[tuple[str, str], int]:
+        c: Counter[tuple[str, str]] = Counter()
+        for j in self.jobs.values():
+            c[(j.state, j.job_class)] += 1
+        return dict(c)
+
+    # ---- checkpoint / restore (controller/checkpoint.py has the file format) ------------
+    def to_payload(self) -> dict[str, Any]:
+        predictor = getattr(self.policy, "predictor", None)
+        history: dict[str, list[float]] = {}
+        if predictor is not None:
+            for jid in sorted(self.in_policy):
+                h = predictor.history(jid)
+                if h:
+                    history[str(jid)] = list(h)
+        return {
+            "policy": self.policy_name,
+            "params": self.params,
+            "nodes": [n.name for n in self.nodes],
+            "config": self.cfg.to_dict(),
+            "next_id": self.next_id,
+            "q": self.q,
+            "saved_at": self.wall(),
+            "jobs": [self.jobs[j].to_dict() for j in sorted(self.jobs)],
+            "predictor_history": history,
+        }
+
+    def restore(self, payload: Mapping[str, Any]) -> None:
+        """Rebuild from a checkpoint payload (strategy: controller/checkpoint.py)."""
+        if payload.get("policy") != self.policy_name:
+            raise RequestError(
+                f"checkpoint is for policy {payload.get('policy')!r}, not {self.policy_name!r};"
+                f" start with --policy {payload.get('policy')}"
+            )
+        names = [n.name for n in self.nodes]
+        if payload.get("nodes") != names:
+            raise RequestError(
+                f"checkpoint nodes {payload.get('nodes')} differ from this cluster's {names}"
+            )
+        self.cfg = OperatorConfig.from_dict(dict(payload.get("config") or {}))
+        self.policy = self._new_policy()
+        self.jobs = {}
+        for d in payload.get("jobs", []):
+            job = Job.from_dict(d)
+            self.jobs[job.job_id] = job
+        self.next_id = max([int(payload.get("next_id", 1)), *[j + 1 for j in self.jobs]])
+        self.q = int(payload.get("q", 0))
+        self.held, self.in_policy, self.batch_nodes = [], set(), {}
+        order = sorted(self.jobs.values(), key=lambda j: (j.submit_time, j.job_id))
+        started = [j for j in order if j.active]
+        # Started jobs first, pinned to the nodes their processes occupy.
+        matrix = getattr(self.policy, "matrix", None)
+        saved_max = getattr(matrix, "max_slots", None)
+        if matrix is not None:
+            matrix.max_slots = None  # they all ran before: room must be found
+        for job in started:
+            idx = [self.node_index[n] for n in job.nodes]
+            self._policy_submit(job)
+            if isinstance(self.policy, GangPolicy):
+                self._pin(job.job_id, tuple(sorted(idx)))
+            else:
+                self.batch_nodes[job.job_id] = idx
+        if isinstance(self.policy, BatchPolicy) and started:
+            begun = {r.job_id for r in self.policy.schedule(self.mono())}
+            for job in started:
+                if job.job_id not in begun:
+                    log.warning("restore: batch policy did not restart job %d", job.job_id)
+        if matrix is not None:
+            matrix.max_slots = saved_max
+        history = payload.get("predictor_history") or {}
+        predictor = getattr(self.policy, "predictor", None)
+        if predictor is not None and isinstance(self.policy, GangPolicy):
+            for jid_s, values in history.items():
+                jid = int(jid_s)
+                for u in reversed(list(values)):  # stored most recent first
+                    self.policy.observe({jid: float(u)})
+        self.held = [j.job_id for j in order if j.state == QUEUED]
+        self._hand_over()
+
+    def _pin(self, job_id: int, nodes: tuple[int, ...]) -> None:
+        assert isinstance(self.policy, GangPolicy)
+        where = self.policy.placement(job_id)
+        if where is not None and tuple(where[1]) == nodes:
+            return
+        matrix = getattr(self.policy, "matrix", None)
+        if matrix is None:
+            raise RequestError(f"restore: cannot pin job {job_id} (policy has no matrix)")
+        if where is not None:
+            matrix.remove(job_id)
+        for slot in range(matrix.slot_count + 1):
+            if slot == matrix.slot_count or all(matrix.cell(slot, n) is None for n in nodes):
+                matrix.place_at(job_id, slot, nodes)
+                break
+        matrix.compact()
+        hook = getattr(self.policy, "_matrix_changed", None)
+        if callable(hook):
+            hook()
+
+    def reconcile(self) -> dict[str, Any]:
+        """After a restore: ask every agent what happened to our jobs meanwhile.
+
+        Seed 003 §3.1: "internal consistency-checking corrects any inconsistent
+        data (such as a job which has exited in the interim)". Ended ranks are
+        recorded with the agents' exit codes; live ones are re-adopted (the next
+        quantum freezes them per the matrix again); jobs an agent no longer
+        knows are recorded as ended with the reason.
+        """
+        report: dict[str, Any] = {"adopted": [], "ended": [], "orphans": [], "unreachable": []}
+        known: dict[str, dict[str, dict[str, Any]]] = {}
+        for n in self.nodes:
+            st = self.pool.status(n.name)
+            if st is None:
+                report["unreachable"].append(n.name)
+                continue
+            known[n.name] = {str(j.get("job_id")): j for j in st.get("jobs", [])}
+        for ev in self.pool.events():
+            self.on_event(ev)
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if not job.active:
+                continue
+            for r in job.ranks:
+                if r.ended or r.node not in known:
+                    continue
+                info = known[r.node].get(str(job.job_id))
+                if info is None:
+                    self._rank_ended(job, r.node, None)
+                elif info.get("state") == "ended":
+                    code = info.get("exit_code")
+                    self._rank_ended(job, r.node, code if isinstance(code, int) else None, info)
+            if job.ended:
+                report["ended"].append(job.job_id)
+            else:
+                report["adopted"].append(job.job_id)
+        ours = {str(j) for j, job in self.jobs.items() if job.active}
+        for node, jobs in known.items():
+            for jid, info in jobs.items():
+                if info.get("state") != "ended" and jid not in ours:
+                    report["orphans"].append(f"{node}:{jid}")
+        if report["orphans"]:
+            log.warning("agents run jobs this controller does not know: %s", report["orphans"])
+        log.info("reconcile: %s", report)
+        return report

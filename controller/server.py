@@ -1,0 +1,291 @@
+"""The controller's request channels (docs/controller-api.md).
+
+* Unix socket, one JSON object per line; the caller is the socket peer's uid
+  (``SO_PEERCRED``), so a local user cannot claim to be someone else.
+* TCP with the agent wire protocol (agent/wire.py): HMAC-SHA256 frames,
+  hello/nonce, strictly increasing sequence numbers; message ``request``,
+  answer ``reply``. A frame that fails authentication or replays gets an
+  ``error`` frame and the connection is closed; the daemon keeps serving.
+
+Seed 003 §3.1: "Every transaction between the daemon and client applications
+take place using well-known socket serviced by the GS daemon". Non-blocking
+sockets driven by the daemon's selector: requests are answered between quanta,
+so a request never delays a context switch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pwd
+import secrets
+import selectors
+import socket
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from agent import wire
+from controller.api import Caller
+
+log = logging.getLogger("controller.server")
+
+REQUEST = "request"
+REPLY = "reply"
+MAX_LINE = 1 << 20
+
+Handler = Callable[[object, Caller], dict[str, Any]]
+
+
+def uid_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid:{uid}"
+
+
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+class _Conn:
+    def __init__(self, sock: socket.socket, kind: str, peer: str) -> None:
+        self.sock = sock
+        self.kind = kind
+        self.peer = peer
+        self.inbuf = bytearray()
+        self.out = bytearray()
+        self.closing = False
+        self.user = ""
+        self.decoder: wire.FrameDecoder | None = None
+        self.session: wire.Session | None = None
+        self.established = False
+
+
+class Server:
+    def __init__(
+        self,
+        sel: selectors.BaseSelector,
+        handler: Handler,
+        *,
+        unix_path: str | None,
+        tcp: tuple[str, int] | None,
+        key: bytes | None,
+    ) -> None:
+        self.sel = sel
+        self.handler = handler
+        self.key = key
+        self.unix_path = unix_path
+        self.listeners: list[socket.socket] = []
+        self.conns: dict[int, _Conn] = {}
+        if unix_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(unix_path)
+            os.makedirs(os.path.dirname(unix_path) or ".", exist_ok=True)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(unix_path)
+            os.chmod(unix_path, 0o666)  # any local user may ask; SO_PEERCRED says who
+            self._listen(s, "unix")
+        if tcp is not None:
+            if key is None:
+                raise ValueError("a TCP listener needs the cluster key (--key-file)")
+            s = socket.create_server(tcp)
+            self._listen(s, "tcp")
+            self.tcp_address = s.getsockname()[:2]
+
+    def _listen(self, s: socket.socket, kind: str) -> None:
+        s.listen(64)
+        s.setblocking(False)
+        self.sel.register(s, selectors.EVENT_READ, ("listen", kind))
+        self.listeners.append(s)
+
+    def owns(self, data: object) -> bool:
+        return isinstance(data, tuple) and len(data) == 2 and data[0] in ("listen", "conn")
+
+    def ready(self, data: tuple[str, Any], mask: int) -> None:
+        if data[0] == "listen":
+            self._accept(data[1])
+            return
+        conn: _Conn = data[1]
+        if mask & selectors.EVENT_READ:
+            self._readable(conn)
+        if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
+            self._flush(conn)
+
+    def close(self) -> None:
+        for c in list(self.conns.values()):
+            # Answers already queued (a shutdown reply) go out before we close.
+            with contextlib.suppress(OSError):
+                c.sock.setblocking(True)
+                c.sock.settimeout(1.0)
+                if c.out:
+                    c.sock.sendall(bytes(c.out))
+            self._close(c)
+        for s in self.listeners:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(s)
+            s.close()
+        self.listeners = []
+        if self.unix_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.unix_path)
+
+    # ---- connections -----------------------------------------------------------
+    def _accept(self, kind: str) -> None:
+        lsock = next(s for s in self.listeners if self.sel.get_key(s).data == ("listen", kind))
+        try:
+            sock, addr = lsock.accept()
+        except (BlockingIOError, OSError):
+            return
+        sock.setblocking(False)
+        if kind == "unix":
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid, uid, _gid = struct.unpack("3i", creds)
+            conn = _Conn(sock, kind, f"pid {pid} uid {uid}")
+            conn.user = uid_name(uid)
+        else:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Conn(sock, kind, f"{addr[0]}:{addr[1]}")
+            assert self.key is not None
+            conn.decoder = wire.FrameDecoder(self.key)
+            conn.session = wire.Session(self.key, "controller")
+        self.conns[sock.fileno()] = conn
+        self.sel.register(sock, selectors.EVENT_READ, ("conn", conn))
+
+    def _close(self, conn: _Conn) -> None:
+        fd = conn.sock.fileno()
+        if fd >= 0:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(conn.sock)
+            self.conns.pop(fd, None)
+        conn.sock.close()
+
+    def _write(self, conn: _Conn, data: bytes) -> None:
+        if conn.out:
+            conn.out += data
+            return
+        try:
+            n = conn.sock.send(data)
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            self._close(conn)
+            return
+        if n < len(data):
+            conn.out += data[n:]
+            self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, ("conn", conn))
+        elif conn.closing:
+            self._close(conn)
+
+    def _flush(self, conn: _Conn) -> None:
+        try:
+            n = conn.sock.send(conn.out)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(conn)
+            return
+        del conn.out[:n]
+        if not conn.out:
+            if conn.closing:
+                self._close(conn)
+            else:
+                self.sel.modify(conn.sock, selectors.EVENT_READ, ("conn", conn))
+
+    def _readable(self, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(conn)
+            return
+        if not data:
+            self._close(conn)
+            return
+        if conn.closing:
+            return
+        if conn.kind == "unix":
+            self._unix_data(conn, data)
+        else:
+            self._tcp_data(conn, data)
+
+    # ---- unix: JSON lines ----------------------------------------------------------
+    def _unix_data(self, conn: _Conn, data: bytes) -> None:
+        conn.inbuf += data
+        while b"\n" in conn.inbuf:
+            line, _, rest = bytes(conn.inbuf).partition(b"\n")
+            conn.inbuf = bytearray(rest)
+            if not line.strip():
+                continue
+            try:
+                req: object = json.loads(line)
+            except ValueError as e:
+                reply: dict[str, Any] = {"ok": False, "error": f"request is not JSON: {e}"}
+            else:
+                reply = self.handler(req, Caller(conn.user, "unix"))
+            self._write(conn, json.dumps(reply, separators=(",", ":")).encode() + b"\n")
+            if conn.sock.fileno() < 0:
+                return
+        if len(conn.inbuf) > MAX_LINE:
+            conn.closing = True
+            self._write(conn, b'{"ok":false,"error":"request line longer than 1 MiB"}\n')
+
+    # ---- tcp: authenticated frames -------------------------------------------------
+    def _refuse(self, conn: _Conn, err: wire.WireError, re: int | None = None) -> None:
+        log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
+        conn.closing = True
+        assert conn.session is not None
+        with contextlib.suppress(wire.WireError):
+            _, frame = conn.session.make(wire.ERROR, {"code": err.code, "reason": str(err)}, re)
+            self._write(conn, frame)
+
+    def _tcp_data(self, conn: _Conn, data: bytes) -> None:
+        assert conn.decoder is not None and conn.session is not None
+        try:
+            msgs = conn.decoder.feed(data)
+        except wire.WireError as e:
+            self._refuse(conn, e)
+            return
+        for msg in msgs:
+            try:
+                if not conn.established:
+                    conn.session.check(msg, opening=True)
+                    if msg.type != wire.HELLO or not isinstance(msg.data.get("nonce"), str):
+                        raise wire.Malformed("first frame must be hello with a nonce")
+                else:
+                    conn.session.check(msg)
+                    if msg.type != REQUEST:
+                        raise wire.BadRequest(f"{msg.type!r} is not a controller request")
+            except wire.WireError as e:
+                self._refuse(conn, e, msg.seq)
+                return
+            if not conn.established:
+                conn.session.conn = secrets.token_hex(16)
+                conn.established = True
+                _, frame = conn.session.make(
+                    wire.HELLO,
+                    {"nonce": msg.data["nonce"], "conn": conn.session.conn, "node": "controller"},
+                    msg.seq,
+                )
+                self._write(conn, frame)
+                continue
+            user = msg.data.get("user")
+            if not isinstance(user, str) or not user:
+                reply: dict[str, Any] = {
+                    "ok": False,
+                    "error": "TCP requests must name their 'user'",
+                }
+            else:
+                req = {"op": msg.data.get("op"), "args": msg.data.get("args", {})}
+                reply = self.handler(req, Caller(user, "tcp"))
+            _, frame = conn.session.make(REPLY, reply, msg.seq)
+            self._write(conn, frame)
+            if conn.sock.fileno() < 0:
+                return

@@ -1,0 +1,257 @@
+"""Controller core with a fake agent pool: specs, lifecycle, classes, limits, measurements."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import classes
+from controller.jobs import SpecError, parse_spec
+from controller.operator import ConfigError, OperatorConfig
+from controller.quantum import RequestError, Scheduler, command_skew_s, job_utilization
+from tests.unit.controller_fakes import FakePool
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def make(policy: str = "gang", n: int = 2, **kw: object) -> tuple[Scheduler, FakePool, Clock]:
+    pool = FakePool(n, **kw)  # type: ignore[arg-type]
+    clock = Clock()
+    s = Scheduler(policy, {}, pool, wall=clock, mono=clock)
+    return s, pool, clock
+
+
+def step(s: Scheduler, clock: Clock, n: int = 1, dt: float = 0.1) -> None:
+    for _ in range(n):
+        clock.t += dt
+        s.tick()
+
+
+BUSY = {"size": 2, "argv": ["python3", "-c", "pass"]}
+
+
+# ---- spec validation ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ({"argv": ["x"]}, "missing field 'size'"),
+        ({"size": 1}, "missing field 'argv'"),
+        ({"size": 0, "argv": ["x"]}, "spec.size"),
+        ({"size": "2", "argv": ["x"]}, "spec.size"),
+        ({"size": 3, "argv": ["x"]}, "exceeds the cluster's 2 node"),
+        ({"size": 1, "argv": []}, "spec.argv"),
+        ({"size": 1, "argv": [1]}, "spec.argv"),
+        ({"size": 1, "argv": ["x"], "class": "vip"}, "unknown class 'vip'"),
+        ({"size": 1, "argv": ["x"], "bogus": 1}, "unknown field(s) bogus"),
+        ({"size": 1, "argv": ["x"], "env": {"COSCHED_JOB": "1"}}, "COSCHED_"),
+        ({"size": 1, "argv": ["x"], "estimate": -1}, "spec.estimate"),
+        ({"size": 1, "argv": ["x"], "cwd": "rel"}, "absolute path"),
+        ({"size": 1, "argv": ["x"], "exclusive": "yes"}, "spec.exclusive"),
+        ([1, 2], "JSON object"),
+    ],
+)
+def test_bad_specs_get_one_clear_error(spec: object, needle: str) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_spec(spec, 2)
+    assert needle in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_good_spec_defaults() -> None:
+    spec = parse_spec({"size": 2, "argv": ["a", "b"]}, 2)
+    assert spec.job_class == "production" and spec.estimate > 0 and not spec.exclusive
+
+
+# ---- lifecycle -------------------------------------------------------------------
+def test_strict_gang_lifecycle_and_env() -> None:
+    s, pool, clock = make()
+    a = s.submit(BUSY, "alice")
+    b = s.submit(BUSY, "bob")
+    assert s.jobs[a].state == "frozen"  # launched frozen, placed in row 0
+    step(s, clock, 4)
+    # strict gang: one job per node per quantum, alternating
+    for cmd in pool.commands:
+        for jobs in cmd.values():
+            assert len(jobs) <= 1
+    ran = [next(iter(c["n0"])) for c in pool.commands]
+    assert ran[:4] == [str(a), str(b), str(a), str(b)]
+    env = [x["env"] for x in pool.launched if x["job_id"] == str(a)]
+    assert [e["COSCHED_RANK"] for e in env] == ["0", "1"]
+    assert {e["COSCHED_RANK0_ADDR"] for e in env} == {"10.0.0.1"}
+    assert {e["COSCHED_SIZE"] for e in env} == {"2"}
+    assert env[0]["COSCHED_PORT"] == str(20000 + a)
+    assert s.jobs[a].cpu_ns > 0 and s.jobs[b].cpu_ns > 0
+    pool.exit(a, 0)
+    step(s, clock)
+    assert s.jobs[a].state == "done" and s.jobs[a].exit_code == 0
+    assert s.jobs[a].end_time is not None and s.jobs[a].wall_s(clock.t) > 0
+    pool.exit(b, 3, nodes=["n1"])
+    step(s, clock)
+    assert s.jobs[b].state == "failed" and s.jobs[b].exit_code == 3
+    assert ("n0", str(b)) in pool.killed  # the surviving rank is killed
+
+
+def test_kill_queued_and_running() -> None:
+    s, pool, clock = make()
+    a = s.submit(BUSY, "alice")
+    s.cfg.max_slots = 1
+    s.apply_config()
+    b = s.submit(BUSY, "alice")
+    assert s.jobs[b].state == "queued"
+    with pytest.raises(RequestError, match="belongs to 'alice'"):
+        s.kill(b, "mallory", operator=False)
+    assert s.kill(b, "alice", operator=False) == "killed"
+    assert s.kill(a, "root", operator=True) == "killed"
+    assert {("n0", str(a)), ("n1", str(a))} <= set(pool.killed)
+    step(s, clock)
+    assert s.jobs[a].state == "killed"
+
+
+def test_launch_failure_fails_the_job_and_frees_the_matrix() -> None:
+    s, pool, clock = make()
+    pool.fail_launch_on = "n1"
+    a = s.submit(BUSY, "alice")
+    assert s.jobs[a].state == "failed" and "could not start on n1" in s.jobs[a].reason
+    assert ("n0", str(a)) in pool.killed
+    pool.fail_launch_on = None
+    b = s.submit(BUSY, "alice")
+    step(s, clock)
+    assert s.jobs[b].state == "running"
+
+
+# ---- classes ---------------------------------------------------------------------
+def test_interactive_served_first_then_demoted() -> None:
+    s, pool, clock = make()
+    s.cfg.max_slots = 1
+    s.apply_config()
+    s.cfg.interactive_limit = 0.35
+    first = s.submit(BUSY, "alice")
+    prod = s.submit(BUSY, "alice")
+    inter = s.submit(dict(BUSY, **{"class": "interactive"}), "bob")
+    pool.exit(first)
+    step(s, clock)
+    assert s.jobs[inter].state == "running"  # overtook the earlier production job
+    assert s.jobs[prod].state == "queued"
+    step(s, clock, 5)
+    assert s.jobs[inter].job_class == "production"  # demoted after the limit
+    assert s.set_class(inter, "interactive", "bob", operator=False) == "interactive"
+    assert s.jobs[inter].promotions == 1
+
+
+def test_standby_runs_only_on_idle_nodes() -> None:
+    s, pool, clock = make()
+    sb = s.submit({"size": 1, "argv": ["x"], "class": "standby"}, "carol")
+    prod = s.submit({"size": 1, "argv": ["x"]}, "alice")
+    step(s, clock, 4)
+    # the standby job's node also holds the production job in another row
+    placed_sb = s.jobs[sb].nodes
+    if placed_sb == s.jobs[prod].nodes:
+        assert all(str(sb) not in c[placed_sb[0]] for c in pool.commands)
+    pool.exit(prod)
+    step(s, clock, 3)
+    assert str(sb) in pool.commands[-1][s.jobs[sb].nodes[0]]
+
+
+def test_filter_plan_benchmark_alone_and_standby_idle() -> None:
+    node_jobs = ((1, 2), (1, 2), (3,))
+    cls = {1: "benchmark", 2: "production", 3: "standby"}
+    nodes = {1: (0, 1), 2: (0, 1), 3: (2,)}
+    out, removed = classes.filter_plan(node_jobs, cls, nodes)
+    assert out == ((1,), (1,), (3,)) and removed == {2}
+    cls[4] = "production"
+    nodes[4] = (2,)
+    out, removed = classes.filter_plan(((1,), (1,), (3,)), cls, nodes)
+    assert out == ((1,), (1,), ()) and removed == {3}
+
+
+def test_benchmark_never_paired() -> None:
+    s, pool, clock = make("paired-gang")
+    s.submit({"size": 2, "argv": ["x"], "class": "benchmark"}, "alice")
+    io = s.submit(BUSY, "bob")
+    pool.busy[str(io)] = 0.05
+    step(s, clock, 12)
+    assert all(len(jobs) <= 1 for c in pool.commands for jobs in c.values())
+
+
+def test_paired_gang_pairs_io_with_compute() -> None:
+    s, pool, clock = make("paired-gang")
+    cpu = s.submit(BUSY, "alice")
+    io = s.submit(BUSY, "bob")
+    pool.busy[str(io)] = 0.05
+    pool.busy[str(cpu)] = 0.9  # barriers keep a compute job just under 100 %
+    step(s, clock, 15)
+    assert any(len(c["n0"]) == 2 for c in pool.commands[-5:])
+    assert s.matching_success_ratio() > 0
+    assert s.last_utilization or s.counters.quanta
+    assert s.jobs[cpu].cpu_ns > s.jobs[io].cpu_ns > 0
+
+
+# ---- operator ------------------------------------------------------------------------
+def test_operator_config_validation() -> None:
+    cfg = OperatorConfig()
+    with pytest.raises(ConfigError, match="quantum"):
+        cfg.update({"quantum": 0.005})
+    with pytest.raises(ConfigError, match="unknown setting"):
+        cfg.update({"speed": 1})
+    with pytest.raises(ConfigError, match="max_slots"):
+        cfg.update({"max_slots": 0, "quantum": 0.5})
+    assert cfg.quantum == 0.1  # all or nothing
+    assert cfg.update({"user_limit": 2, "max_slots": None})["user_limit"] == 2
+
+
+def test_user_limit() -> None:
+    s, _pool, _clock = make()
+    s.cfg.user_limit = 1
+    s.submit(BUSY, "alice")
+    with pytest.raises(SpecError, match="limit is 1"):
+        s.submit(BUSY, "alice")
+    s.submit(BUSY, "bob")
+
+
+# ---- measurements --------------------------------------------------------------------
+def test_utilization_is_normalised_by_capacity_and_ranks() -> None:
+    # a compute-bound job on two nodes capped at half a CPU: ~1.0, not 0.5
+    cpu = {"n0": {7: 50_000_000, 8: 5_000_000}, "n1": {7: 50_000_000}}
+    elapsed = {"n0": 100_000_000, "n1": 100_000_000}
+    util = job_utilization(cpu, elapsed, {"n0": 0.5, "n1": 0.5}, {7: ["n0", "n1"], 8: ["n0"]})
+    assert util[7] == pytest.approx(1.0)
+    assert util[8] == pytest.approx(0.1)
+    # a node without data leaves the job out instead of under-reporting it
+    assert job_utilization(cpu, {"n0": 100_000_000}, {}, {7: ["n0", "n1"]}) == {}
+
+
+def test_skew_from_applied_instants() -> None:
+    assert command_skew_s({"n0": 1_000_000, "n1": 1_250_000, "n2": 1_100_000}) == pytest.approx(
+        250e-6
+    )
+    assert command_skew_s({"n0": 5}) is None
+    s, pool, clock = make(n=3)
+    pool.skew_ns = 40_000
+    s.submit(BUSY, "alice")
+    step(s, clock, 3)
+    assert s.skew_percentiles()["p99"] == pytest.approx(80e-6)
+
+
+def test_utilization_fed_to_paired_predictor() -> None:
+    s, _pool, clock = make("paired-gang", capacity=0.5)
+    a = s.submit(BUSY, "alice")
+    step(s, clock, 4)
+    predictor = s.policy.predictor  # type: ignore[union-attr]
+    assert predictor.history(a)[0] == pytest.approx(1.0)
+
+
+def test_batch_runs_thawed_to_completion() -> None:
+    s, pool, clock = make("easy")
+    a = s.submit(BUSY, "alice")
+    b = s.submit({"size": 1, "argv": ["x"]}, "bob")
+    step(s, clock)
+    assert s.jobs[a].state == "running" and s.jobs[b].state == "queued"
+    assert all(not x["start_frozen"] for x in pool.launched)
+    pool.exit(a)
+    step(s, clock, 2)
+    assert s.jobs[a].state == "done" and s.jobs[b].state == "running"
