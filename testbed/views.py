@@ -162,7 +162,7 @@ def render_matrix(result: Mapping[str, Any]) -> str:
     table = []
     for j in all_ids:
         info = jobs.get(j, {})
-        row = [
+        cells = [
             str(j),
             str(info.get("user", "?")),
             str(info.get("class", "?")),
@@ -170,7 +170,7 @@ def render_matrix(result: Mapping[str, Any]) -> str:
             str(info.get("state", "?")),
             where.get(j, ""),
         ]
-        table.append([labels[j], *row] if not wide else row)
+        table.append([labels[j], *cells] if not wide else cells)
     size_col = headers.index("SIZE")
     lines += _table(headers, table, right={size_col, headers.index("JOB")})
     return "\n".join(lines) + "\n"

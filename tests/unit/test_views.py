@@ -79,7 +79,7 @@ def test_empty_matrix_says_so() -> None:
 
 
 def test_job_table_shows_cpu_against_wall_and_utilization() -> None:
-    records = [
+    records: list[dict[str, Any]] = [
         {
             "job_id": 12,
             "name": None,
