@@ -163,16 +163,15 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
 
 
 def _slice(s: Scheduler, args: dict[str, Any]) -> Any:
-    """Seed 003 "slice": delegated to controller/slice.py (another module's owner)."""
+    """Seed 003 "slice": pack the known jobs space-wise (controller/slice.py)."""
     size = args.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
         raise ApiError(f"slice: size must be an int >= 1, got {size!r}")
+    from controller.slice import slice_matrix
+
+    # "all the known jobs" (seed 003 §3): everything not ended, queued included.
+    known = {j.job_id: j.spec.size for j in s.jobs.values() if not j.ended}
     try:
-        from controller import slice as slice_mod
-    except ImportError:
-        raise ApiError("slice: not available in this build (controller/slice.py missing)") from None
-    fn = getattr(slice_mod, "slice_view", None)
-    if not callable(fn):
-        raise ApiError("slice: controller/slice.py has no slice_view()")
-    result: Any = fn(s.matrix_view(), size)
-    return result
+        return slice_matrix(len(s.nodes), known, size).to_dict()
+    except ValueError as e:
+        raise ApiError(f"slice: {e}") from None

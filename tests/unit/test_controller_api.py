@@ -1,0 +1,192 @@
+"""API handlers and both channels (unix socket with SO_PEERCRED; TCP with HMAC frames)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import selectors
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent import wire
+from agent.client import AgentClient, AgentError
+from controller.api import Caller, Context, handle
+from controller.client import ControllerClient, ControllerError, ControllerUnavailable
+from controller.quantum import Scheduler
+from controller.server import Server
+from tests.unit.controller_fakes import FakePool
+from tests.unit.test_controller_core import BUSY, Clock
+
+KEY = b"k" * 32
+
+
+class FakeDaemon:
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def write_checkpoint(self) -> str:
+        return "/tmp/ck.json"
+
+    def request_shutdown(self, checkpoint: bool) -> str | None:
+        self.stopped = True
+        return "/tmp/ck.json" if checkpoint else None
+
+    def status_extra(self) -> dict[str, Any]:
+        return {"checkpoint": None}
+
+
+def ctx() -> Context:
+    clock = Clock()
+    s = Scheduler("gang", {}, FakePool(2), wall=clock, mono=clock)
+    return Context(
+        s,
+        FakeDaemon(),
+        operators=frozenset({"root"}),
+        user_exists=lambda u: u in {"root", "alice", "bob"},
+    )
+
+
+def call(c: Context, user: str, op: object, **args: Any) -> dict[str, Any]:
+    return handle(c, {"op": op, "args": args}, Caller(user, "unix"))
+
+
+def err(reply: dict[str, Any]) -> str:
+    assert reply["ok"] is False, reply
+    assert "\n" not in reply["error"]
+    return str(reply["error"])
+
+
+def test_handlers_and_errors() -> None:
+    c = ctx()
+    jid = call(c, "alice", "submit", spec=BUSY)["result"]["job_id"]
+    assert "unknown op" in err(call(c, "alice", "launch"))
+    assert "unknown user 'eve'" in err(call(c, "eve", "jobs"))
+    assert "missing args.spec" in err(call(c, "alice", "submit"))
+    assert "exceeds the cluster" in err(call(c, "alice", "submit", spec={"size": 9, "argv": ["x"]}))
+    assert "unknown class" in err(call(c, "alice", "submit", spec=dict(BUSY, **{"class": "x"})))
+    assert "operator only" in err(call(c, "alice", "set", quantum=0.5))
+    assert "want seconds >= 0.01" in err(call(c, "root", "set", quantum=0.001))
+    assert call(c, "root", "set", quantum=0.05)["result"]["quantum"] == 0.05
+    assert call(c, "alice", "config")["result"]["quantum"] == 0.05
+    assert "no job 99" in err(call(c, "alice", "job", job_id=99))
+    assert "belongs to 'alice'" in err(call(c, "bob", "kill", job_id=jid))
+    rec = call(c, "alice", "job", job_id=jid)["result"]
+    assert rec["state"] == "frozen" and len(rec["ranks"]) == 2 and rec["ranks"][0]["stdout"]
+    m = call(c, "bob", "matrix")["result"]
+    assert m["slots"] == [[jid, jid]] and m["jobs"][str(jid)]["user"] == "alice"
+    sl = call(c, "bob", "slice", size=1)["result"]
+    assert sl["fits"] is False and sl["packed"] == [[jid, jid]]
+    assert "slice: size" in err(call(c, "bob", "slice", size=0))
+    st = call(c, "bob", "status")["result"]
+    assert st["policy"] == "gang" and st["agents"] == {"n0": True, "n1": True}
+    assert call(c, "alice", "class", job_id=jid, **{"class": "standby"})["result"]["class"] == (
+        "standby"
+    )
+    assert call(c, "alice", "kill", job_id=jid)["result"]["state"] == "killed"
+    assert call(c, "alice", "jobs")["result"] == []
+    assert len(call(c, "alice", "jobs", all=True)["result"]) == 1
+    assert "must be a JSON object" in err(handle(c, [1], Caller("alice", "unix")))
+    assert call(c, "root", "shutdown")["result"]["path"] == "/tmp/ck.json"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Server, Context]]:
+    c = ctx()
+    c.operators = frozenset({getpass.getuser()})
+    c.user_exists = lambda u: True
+    sel = selectors.DefaultSelector()
+    srv = Server(
+        sel,
+        lambda req, caller: handle(c, req, caller),
+        unix_path=str(tmp_path / "controller.sock"),
+        tcp=("127.0.0.1", 0),
+        key=KEY,
+    )
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            for key, mask in sel.select(0.05):
+                srv.ready(key.data, mask)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        yield srv, c
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+
+
+def test_unix_channel_uses_peer_uid(served: tuple[Server, Context], tmp_path: Path) -> None:
+    _srv, c = served
+    with ControllerClient(str(tmp_path / "controller.sock"), retry=2) as cl:
+        jid = cl.request("submit", spec=dict(BUSY, name="x"), user="mallory")["job_id"]
+        assert c.sched.jobs[jid].user == getpass.getuser()  # the 'user' arg is ignored
+        with pytest.raises(ControllerError, match="unknown op"):
+            cl.request("nope")
+
+
+def test_tcp_channel_authenticated_and_forgery_refused(served: tuple[Server, Context]) -> None:
+    srv, c = served
+    addr = srv.tcp_address
+    with ControllerClient(tcp=addr, key=KEY, user="alice", retry=2) as cl:
+        jid = cl.request("submit", spec=BUSY)["job_id"]
+    assert c.sched.jobs[jid].user == "alice"
+    # wrong key: the hello is refused and the connection closed
+    with pytest.raises(ControllerError, match=r"refused|bad_mac"):
+        ControllerClient(tcp=addr, key=b"x" * 32, user="alice", retry=0.5).request("jobs")
+    # a valid session whose frame is tampered with
+    ag = AgentClient(addr, KEY, sender="client:alice")
+    ag.connect()
+    _, frame = ag.session.make("request", {"op": "submit", "args": {"spec": BUSY}, "user": "bob"})
+    forged = bytearray(frame)
+    forged[-40] ^= 1
+    ag.send_raw(bytes(forged))
+    with pytest.raises((AgentError, ConnectionError, wire.WireError)):
+        ag.poll(1.0)
+        ag.poll(1.0)
+    ag.close()
+    # replaying a recorded frame on a new connection is refused too
+    ag2 = AgentClient(addr, KEY, sender="client:alice")
+    ag2.connect()
+    ag2.send_raw(frame)
+    with pytest.raises((AgentError, ConnectionError, wire.WireError)):
+        ag2.poll(1.0)
+        ag2.poll(1.0)
+    ag2.close()
+    assert [j.user for j in c.sched.jobs.values()] == ["alice"]
+    # the server still serves
+    with ControllerClient(tcp=addr, key=KEY, user="alice", retry=2) as cl:
+        assert len(cl.request("jobs")) == 1
+
+
+def test_client_retries_until_controller_appears(tmp_path: Path) -> None:
+    path = str(tmp_path / "late.sock")
+    with pytest.raises(ControllerUnavailable):
+        ControllerClient(path, retry=0.3).request("jobs")
+
+    def serve_later() -> None:
+        import time
+
+        time.sleep(0.4)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen(1)
+        conn, _ = s.accept()
+        conn.recv(1000)
+        conn.sendall(b'{"ok": true, "result": [42]}\n')
+        conn.close()
+        s.close()
+
+    t = threading.Thread(target=serve_later)
+    t.start()
+    assert ControllerClient(path, retry=5).request("jobs") == [42]
+    t.join()
+    os.unlink(path)
