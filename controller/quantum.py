@@ -728,6 +728,9 @@ class Scheduler:
         knows are recorded as ended with the reason.
         """
         report: dict[str, Any] = {"adopted": [], "ended": [], "orphans": [], "unreachable": []}
+        # Only jobs started before the restart: events handled below may launch
+        # new ones, which the status snapshot cannot know about yet.
+        restored = sorted(j for j, job in self.jobs.items() if job.active)
         known: dict[str, dict[str, dict[str, Any]]] = {}
         for n in self.nodes:
             st = self.pool.status(n.name)
@@ -737,9 +740,7 @@ class Scheduler:
             known[n.name] = {str(j.get("job_id")): j for j in st.get("jobs", [])}
         for ev in self.pool.events():
             self.on_event(ev)
-        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if not job.active:
-                continue
+        for job in (self.jobs[j] for j in restored):
             for r in job.ranks:
                 if r.ended or r.node not in known:
                     continue
@@ -753,7 +754,7 @@ class Scheduler:
                 report["ended"].append(job.job_id)
             else:
                 report["adopted"].append(job.job_id)
-        ours = {str(j) for j, job in self.jobs.items() if job.active}
+        ours = {str(j) for j, job in self.jobs.items() if job.active or j in restored}
         for node, jobs in known.items():
             for jid, info in jobs.items():
                 if info.get("state") != "ended" and jid not in ours:
