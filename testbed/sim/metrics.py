@@ -15,8 +15,9 @@ Definitions, with the choices made where the papers leave room:
 * utilization = CPU seconds used by all jobs / (nodes × makespan), in 0..1.
 * jobs in system: the time-weighted mean and the maximum of the series.
 * matching success rate = quanta run with a partner / quanta with a slot
-  (paired gang); per-slot matched fraction = quanta a slot ran paired / quanta
-  it ran (seed 000 Fig. 7 bottom).
+  (paired gang); per-slot matched fraction = quanta in which the slot was
+  chosen as the partner / all quanta (seed 000 Fig. 7 bottom: "fraction of
+  quanta in which jobs occupying different slots were used for matching").
 """
 
 from __future__ import annotations
@@ -123,11 +124,7 @@ def summarize(res: SimResult, rows: list[JobMetrics] | None = None) -> RunSummar
     m = res.matching
     if m is not None and m.quanta > 0:
         match_rate = m.matched / m.quanta
-        per_slot = {
-            s: m.slot_matched.get(s, 0.0) / turns
-            for s, turns in sorted(m.slot_turns.items())
-            if turns > 0
-        }
+        per_slot = {s: used / m.quanta for s, used in sorted(m.slot_partner.items())}
     slowdowns = [r.slowdown for r in rows]
     return RunSummary(
         policy=res.policy,

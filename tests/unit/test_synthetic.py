@@ -25,7 +25,7 @@ def test_io_compute_mix(i: int) -> None:
     assert len(jobs) == 4
     assert all(j.size == 8 and j.submit == 0.0 for j in jobs)
     cpus = [j.phases[0].cpu for j in jobs]
-    assert cpus == [1.0] * (4 - i) + [0.05] * i  # compute jobs take the lower slots
+    assert cpus == [0.95] * (4 - i) + [0.0] * i  # compute jobs take the lower slots
     assert all(j.barrier == pytest.approx(100.0 / 250) for j in jobs)
     assert len({j.job_id for j in jobs}) == 4
 

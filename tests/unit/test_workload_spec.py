@@ -86,7 +86,7 @@ def test_swf_oversize_policy(tmp_path: Path) -> None:
 def test_mix_spec(tmp_path: Path) -> None:
     p = spec_file(tmp_path, '[workload]\nsource = "mix"\nio_jobs = 3\nruntime = 60\n')
     jobs = build_workload(load_workload_spec(p), 8)
-    assert [j.phases[0].cpu for j in jobs] == [1.0, 0.05, 0.05, 0.05]
+    assert [j.phases[0].cpu for j in jobs] == [0.95, 0.0, 0.0, 0.0]
     assert all(j.size == 8 and j.runtime == 60 for j in jobs)
 
 

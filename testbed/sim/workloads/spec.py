@@ -32,8 +32,8 @@ oversize           str     reject      swf: jobs wider than the machine: reject 
                                        rejects each, counts it, and goes on)|error|drop|clip
 io_jobs            int     (required)  mix: I/O-bound jobs, 0..4 (seed 000 §4.1)
 runtime            float   600         mix: run time of each job
-io_cpu             float   0.05        mix: CPU utilization of the I/O-bound jobs
-compute_cpu        float   1.0         mix: CPU utilization of the compute-bound jobs
+io_cpu             float   0.0         mix: CPU utilization of the I/O-bound jobs
+compute_cpu        float   0.95        mix: CPU utilization of the compute-bound jobs
 barriers           int     250         mix: barriers per job
 =================  ======  ==========  =============================================
 
@@ -99,8 +99,8 @@ class WorkloadSpec:
     oversize: str = "reject"
     io_jobs: int | None = None
     runtime: float = 600.0
-    io_cpu: float = 0.05
-    compute_cpu: float = 1.0
+    io_cpu: float = 0.0
+    compute_cpu: float = 0.95
     barriers: int = 250
     origin: str = "<spec>"  # where it came from, for messages
 
@@ -156,8 +156,8 @@ _EXAMPLES = {
     "oversize": '"drop"',
     "io_jobs": "2",
     "runtime": "600",
-    "io_cpu": "0.05",
-    "compute_cpu": "1.0",
+    "io_cpu": "0.0",
+    "compute_cpu": "0.95",
     "barriers": "250",
 }
 
