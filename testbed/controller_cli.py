@@ -253,7 +253,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.quiet:
         print(job_id)
     else:
-        print(f"submitted job {job_id} ({spec['size']} nodes): {shlex.join(spec['argv'])}")
+        nodes = f"{spec['size']} node{'s' if spec['size'] != 1 else ''}"
+        print(f"submitted job {job_id} ({nodes}): {shlex.join(spec['argv'])}")
     return 0
 
 
@@ -414,6 +415,7 @@ def daemon_argv(args: argparse.Namespace) -> list[str]:
         ("--listen-tcp", args.listen_tcp),
         ("--metrics", args.metrics),
         ("--checkpoint", args.checkpoint_path),
+        ("--fifo-priority", args.fifo_priority),
     ):
         if value is not None:
             argv += [flag, str(value)]
@@ -710,6 +712,13 @@ def _add_controller(subparsers: Any) -> None:
         "--checkpoint", dest="checkpoint_path", default=None, metavar="PATH", help="checkpoint"
     )
     p.add_argument("--restore", action="store_true", help="resume from --checkpoint")
+    p.add_argument(
+        "--fifo-priority",
+        type=int,
+        default=None,
+        metavar="P",
+        help="the daemon's SCHED_FIFO priority (0: ordinary scheduling; default the daemon's)",
+    )
     p.add_argument(
         "--run-dir",
         default=run_dir(),

@@ -263,11 +263,13 @@ def render_slice(
         fitting = [r for r in runs if r[1] - r[0] + 1 >= size]
         if fitting:
             where = " or ".join(_span(names, a, b) for a, b in fitting)
-            lines.append(f"a job of {size} nodes placed within {where} would get 100% of the time")
+            lines.append(
+                f"a job of {_plural(size, 'node')} placed within {where} would get 100% of the time"
+            )
         else:
             lines.append(
-                f"no {size} nodes are free in every row: a job of {size} nodes "
-                "would share its nodes' time with other jobs"
+                f"no run of {_plural(size, 'node')} is free in every row: a job of "
+                f"{_plural(size, 'node')} would share its nodes' time with other jobs"
             )
     return "\n".join(lines) + "\n"
 

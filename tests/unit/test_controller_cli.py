@@ -245,7 +245,7 @@ def test_slice_uses_node_names_when_the_status_has_them(fake: FakeClient, capsys
     assert fake.calls[0] == ("slice", {"size": 1})
     assert capsys.readouterr().out.endswith(
         "free in every row: n1 (1 node)\n"
-        "a job of 1 nodes placed within n1 (1 node) would get 100% of the time\n"
+        "a job of 1 node placed within n1 (1 node) would get 100% of the time\n"
     )
 
 

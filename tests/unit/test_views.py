@@ -131,7 +131,7 @@ def test_slice_without_a_hole_explains_the_cost() -> None:
         "    a b c d\n"
         " 0  1 1 2 2\n"
         "free in every row: none\n"
-        "no 3 nodes are free in every row: a job of 3 nodes would share its nodes' time "
+        "no run of 3 nodes is free in every row: a job of 3 nodes would share its nodes' time "
         "with other jobs\n"
     )
 
