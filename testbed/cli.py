@@ -18,6 +18,11 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
                    --profile heterogeneous --loads 0.5,0.7,0.9 --plot
                                             compare policies over a load sweep, with plots
   cosched cluster up --nodes 4              build a local emulated cluster (root)
+  cosched controller start --policy paired-gang
+                                            start the controller on that cluster
+  cosched submit --size 4 -- python3 -m apps.synthetic --gio 20 --gcomp 0
+  cosched jobs | matrix --watch | slice --size 2 | kill JOB | class JOB CLASS
+                                            gangster-like views and controls (seed 003)
 """
 
 
@@ -30,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     simulate_cmd.add_commands(sub)
+    from testbed.controller_cli import add_controller_commands
+
+    add_controller_commands(sub)
     try:
         from testbed.cluster.cli import add_cluster_commands
     except ImportError:  # the cluster needs pyroute2; the simulator does not
