@@ -278,3 +278,16 @@ def test_calibrate_prints_costs_and_a_suggestion(
     res = json.loads(capsys.readouterr().out)
     assert res["ns_per_iteration"] > 0 and res["suggested_gcomp"] > 0
     assert res["file_fsync"]["ms_per_file"] > 0
+
+
+def test_emulated_device_blocks_without_cpu() -> None:
+    # 10 files x 5 ms per barrier: the rank waits ~50 ms per barrier, nearly all off-CPU
+    res = run(Config(iterations=6, gcomp=0, gio=10, nbytes=100, device_latency=0.005))
+    assert res["seconds"] >= 6 * 10 * 0.005
+    assert res["cpu_ratio"] < 0.3
+    assert res["params"]["device_latency"] == 0.005
+
+
+def test_negative_device_latency_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--device-latency must be >= 0"):
+        config_from(build_parser().parse_args(["--device-latency", "-1"]), {})
