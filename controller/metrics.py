@@ -53,7 +53,7 @@ class ControllerMetrics:
         )
         self.slot_matched = Gauge(
             "cosched_controller_slot_matched_ratio",
-            "Fraction of quanta in which the matrix row ran (seed 000 Fig. 7)",
+            "Fraction of quanta in which the matrix row was the matched partner (seed 000 Fig. 7)",
             ["slot"],
             registry=r,
         )

@@ -491,7 +491,6 @@ class Scheduler:
         weights = dict(plan.weights) if plan is not None else {}
         if plan is not None and plan.slot is not None:
             self.counters.planned_quanta += 1
-            self.slot_runs[plan.slot] += 1
             if plan.partner is not None:
                 self.counters.paired_quanta += 1
                 self.slot_runs[plan.partner] += 1
@@ -576,7 +575,9 @@ class Scheduler:
         return c.paired_quanta / c.planned_quanta if c.planned_quanta else 0.0
 
     def slot_matched_ratio(self) -> dict[int, float]:
-        """Fraction of planned quanta in which each row ran (seed 000 Fig. 7 bottom)."""
+        """Fraction of quanta in which each row was used as the partner (seed 000 Fig. 7
+        bottom: "fraction of quanta in which jobs occupying different slots in the matrix
+        were used for matching")."""
         total = self.counters.planned_quanta
         return {s: n / total for s, n in sorted(self.slot_runs.items())} if total else {}
 
