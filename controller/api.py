@@ -149,6 +149,8 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             "skew_p99_s": skew["p99"],
             "queue_length": s.queue_length(),
             "matching_success_ratio": s.matching_success_ratio(),
+            # seed 000 Fig. 7 bottom: share of quanta each slot was used as a partner
+            "slot_partner_ratio": {str(k): v for k, v in s.slot_matched_ratio().items()},
             "cluster_cpu_utilization": s.counters.utilization,
         }
         out.update(ctx.daemon.status_extra())

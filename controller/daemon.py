@@ -87,6 +87,9 @@ def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[No
             capacity = float(_cpu_count(str(p["cpus"])))
         elif mech == "cfs" and p.get("quota_us") and p.get("period_us"):
             capacity = p["quota_us"] / p["period_us"]
+        elif mech == "shared" and cpu.get("cpus_per_node"):
+            # k nodes on one core: each may count on 1/k of it under contention
+            capacity = float(cpu["cpus_per_node"])
         out.append(
             NodeInfo(
                 name=str(n["name"]),

@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed.controller_cli import add_controller_commands
 
     add_controller_commands(sub)
+    from testbed.experiment.cli import add_experiment_commands
+
+    add_experiment_commands(sub)
     try:
         from testbed.cluster.cli import add_cluster_commands
     except ImportError:  # the cluster needs pyroute2; the simulator does not

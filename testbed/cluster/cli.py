@@ -61,6 +61,14 @@ def add_cluster_commands(subparsers: Any) -> None:
         "Default: unlimited.",
     )
     up.add_argument(
+        "--cpu-mechanism",
+        default="auto",
+        choices=["auto", "cpuset", "shared", "cfs"],
+        help="how --cpus-per-node is enforced: auto (as above), cpuset, cfs, or shared "
+        "(F = 1/k: k nodes share one core through cpuset, nothing throttled; best for "
+        "paired gang, where I/O ranks must wake promptly beside a CPU-bound neighbour)",
+    )
+    up.add_argument(
         "--no-agents",
         dest="agents",
         action="store_false",
@@ -118,6 +126,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         profile=profile,
         cpus_per_node=args.cpus_per_node,
+        cpu_mechanism=args.cpu_mechanism,
         addresses=addrs,
         start_agents=args.agents,
     )

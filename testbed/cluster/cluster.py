@@ -70,6 +70,7 @@ class ClusterConfig:
     nodes: int
     profile: LinkProfile
     cpus_per_node: float | None = None
+    cpu_mechanism: str = "auto"  # auto | cpuset | shared | cfs (testbed/cluster/cpu.py)
     addresses: AddressPlan = field(default_factory=AddressPlan.build)
     start_agents: bool = True
     python: str = sys.executable
@@ -111,7 +112,7 @@ def build_plan(config: ClusterConfig, cores: list[int]) -> ClusterPlan:
     if config.nodes > addrs.capacity():
         raise ValueError(f"{config.nodes} nodes do not fit the subnets {addrs.to_dict()}")
     addrs.validate(config.nodes)
-    cpu = cpu_mod.plan_cpu(config.nodes, config.cpus_per_node, cores)
+    cpu = cpu_mod.plan_cpu(config.nodes, config.cpus_per_node, cores, config.cpu_mechanism)
     nodes = []
     for i in range(config.nodes):
         name = node_name(i)

@@ -11,6 +11,16 @@
   quota 2500/10000 gives 0.249 CPU.
 * not given: no limit (mechanism ``"none"``).
 
+``mechanism="shared"`` (``--cpu-mechanism shared``) picks instead, for
+``F = 1/k``, a cpuset of one core shared by ``k`` nodes with equal shares and
+no quota: under contention each node gets ``F`` of its core, but nothing is
+throttled, so a process that wakes up (an I/O-bound rank back from its
+device) runs at once instead of waiting out a throttled period. CFS
+bandwidth delays such wake-ups by up to ``(1 - F)`` of the period whenever a
+CPU-bound neighbour on the node has used the quota — which is exactly the
+situation paired gang scheduling creates. Measured on the paired-vs-gang
+experiment: see docs/cluster.md.
+
 Planning is pure; :func:`apply_node` does the writes through a CgroupFS.
 """
 
@@ -23,7 +33,8 @@ from typing import Any, Literal
 from .cgroups import CgroupFS
 from .names import CGROUP_ROOT
 
-CpuMechanism = Literal["none", "cpuset", "cfs"]
+CpuMechanism = Literal["none", "cpuset", "shared", "cfs"]
+MECHANISMS = ("auto", "cpuset", "shared", "cfs")
 CFS_PERIOD_US = 10_000
 MIN_QUOTA_US = 1_000  # kernel minimum for cfs_quota_us
 
@@ -62,6 +73,8 @@ class CpuPlan:
         n = self.per_node[index]
         if self.mechanism == "cpuset":
             return f"cpuset cpus={n.cpus}"
+        if self.mechanism == "shared":
+            return f"cpuset cpus={n.cpus} shared by {round(1 / (self.cpus_per_node or 1))} nodes"
         return f"cfs quota={n.quota_us}us period={n.period_us}us"
 
 
@@ -85,16 +98,40 @@ def _fmt_run(run: list[int]) -> str:
     return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
 
 
-def plan_cpu(nodes: int, cpus_per_node: float | None, cores: list[int]) -> CpuPlan:
+def plan_cpu(
+    nodes: int, cpus_per_node: float | None, cores: list[int], mechanism: str = "auto"
+) -> CpuPlan:
     """Decide the mechanism and per-node limits. Raises ValueError on bad input."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"--cpu-mechanism must be one of {', '.join(MECHANISMS)}")
     if cpus_per_node is None:
+        if mechanism != "auto":
+            raise ValueError(f"--cpu-mechanism {mechanism} needs --cpus-per-node")
         return CpuPlan("none", None, tuple(NodeCpu() for _ in range(nodes)))
     f = float(cpus_per_node)
     if not math.isfinite(f) or f <= 0:
         raise ValueError(f"--cpus-per-node must be > 0 (got {cpus_per_node})")
     if f > len(cores):
         raise ValueError(f"--cpus-per-node {f:g} exceeds the {len(cores)} cores of this host")
-    if f.is_integer() and nodes * int(f) <= len(cores):
+    if mechanism == "shared":
+        k = round(1 / f)
+        if f >= 1 or abs(k * f - 1) > 1e-9:
+            raise ValueError(
+                f"--cpu-mechanism shared needs --cpus-per-node 1/k (0.5, 0.25, ...), got {f:g}"
+            )
+        if nodes > k * len(cores):
+            raise ValueError(
+                f"--cpu-mechanism shared: {nodes} nodes at {f:g} CPU need "
+                f"{math.ceil(nodes / k)} cores, the host has {len(cores)}"
+            )
+        ordered = sorted(cores)
+        return CpuPlan("shared", f, tuple(NodeCpu(cpus=str(ordered[i // k])) for i in range(nodes)))
+    whole = f.is_integer() and nodes * int(f) <= len(cores)
+    if mechanism == "cpuset" and not whole:
+        raise ValueError(
+            f"--cpu-mechanism cpuset needs whole cores: {nodes} x {f:g} on {len(cores)} cores"
+        )
+    if whole and mechanism in ("auto", "cpuset"):
         k = int(f)
         ordered = sorted(cores)
         per = tuple(NodeCpu(cpus=cpu_list(ordered[i * k : (i + 1) * k])) for i in range(nodes))
@@ -108,7 +145,7 @@ def plan_cpu(nodes: int, cpus_per_node: float | None, cores: list[int]) -> CpuPl
 
 def controllers_for(plan: CpuPlan) -> tuple[str, ...]:
     base = ("cpu", "cpuacct", "freezer")
-    return (*base, "cpuset") if plan.mechanism == "cpuset" else base
+    return (*base, "cpuset") if plan.mechanism in ("cpuset", "shared") else base
 
 
 def prepare_cpuset_root(fs: CgroupFS) -> None:
@@ -121,7 +158,7 @@ def prepare_cpuset_root(fs: CgroupFS) -> None:
 def apply_node(fs: CgroupFS, plan: CpuPlan, index: int, cgroup: str) -> None:
     """Write node ``index``'s limits into its (already created) cgroups."""
     n = plan.per_node[index]
-    if plan.mechanism == "cpuset":
+    if plan.mechanism in ("cpuset", "shared"):
         assert n.cpus is not None
         fs.write("cpuset", cgroup, "cpuset.mems", fs.read("cpuset", CGROUP_ROOT, "cpuset.mems"))
         fs.write("cpuset", cgroup, "cpuset.cpus", n.cpus)
@@ -136,7 +173,7 @@ def apply_node(fs: CgroupFS, plan: CpuPlan, index: int, cgroup: str) -> None:
 def read_back(fs: CgroupFS, plan: CpuPlan, cgroup: str) -> str:
     """What the kernel says is in force, for ``status``."""
     try:
-        if plan.mechanism == "cpuset":
+        if plan.mechanism in ("cpuset", "shared"):
             return "cpuset.cpus=" + fs.read("cpuset", cgroup, "cpuset.cpus")
         if plan.mechanism == "cfs":
             q = fs.read("cpu", cgroup, "cpu.cfs_quota_us")

@@ -69,3 +69,39 @@ def test_grant_rt_runtime_splits_half_the_root_budget() -> None:
     assert cpu.grant_rt_runtime(fs, ["n0", "n1"]) == 237_500
     assert fs.read("cpu", "cosched", "cpu.rt_runtime_us") == "475000"
     assert fs.read("cpu", "cosched/n1", "cpu.rt_runtime_us") == "237500"
+
+
+def test_shared_packs_k_nodes_per_core_without_quota() -> None:
+    plan = cpu.plan_cpu(4, 0.5, [0, 1], "shared")
+    assert plan.mechanism == "shared"
+    assert [n.cpus for n in plan.per_node] == ["0", "0", "1", "1"]
+    assert all(n.quota_us is None for n in plan.per_node)
+    assert "cpuset" in cpu.controllers_for(plan)
+    assert plan.describe(2) == "cpuset cpus=1 shared by 2 nodes"
+    plan = cpu.plan_cpu(3, 0.25, [0, 1], "shared")
+    assert [n.cpus for n in plan.per_node] == ["0", "0", "0"]
+    fs = FakeCgroupFS()
+    cpu.prepare_cpuset_root(fs)
+    fs.mkdir("cpuset", "cosched/n0")
+    cpu.apply_node(fs, plan, 0, "cosched/n0")
+    assert fs.read("cpuset", "cosched/n0", "cpuset.cpus") == "0"
+
+
+@pytest.mark.parametrize(
+    ("nodes", "f", "mechanism", "why"),
+    [
+        (4, 0.3, "shared", "1/k"),
+        (4, 1.0, "shared", "1/k"),
+        (5, 0.5, "shared", "need 3 cores"),
+        (4, 0.5, "cpuset", "whole cores"),
+        (2, 0.5, "bogus", "one of"),
+        (2, None, "shared", "needs --cpus-per-node"),
+    ],
+)
+def test_mechanism_errors(nodes: int, f: float | None, mechanism: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        cpu.plan_cpu(nodes, f, [0, 1], mechanism)
+
+
+def test_explicit_cfs_even_when_cores_fit() -> None:
+    assert cpu.plan_cpu(2, 1, [0, 1], "cfs").mechanism == "cfs"

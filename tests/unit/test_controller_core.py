@@ -278,3 +278,18 @@ def test_metrics_exported_under_contract_names() -> None:
         "cosched_controller_quanta_total 3.0",
     ):
         assert name in text, name
+
+
+def test_node_capacity_from_each_cluster_cpu_mechanism() -> None:
+    from controller.daemon import nodes_from_cluster
+
+    def state(cpu: dict[str, object]) -> dict[str, object]:
+        nodes = [{"name": f"n{i}", "ctl_ip": f"10.212.0.{i + 1}"} for i in range(2)]
+        return {"nodes": nodes, "cpu": cpu}
+
+    shared = {"mechanism": "shared", "cpus_per_node": 0.5, "per_node": [{"cpus": "0"}] * 2}
+    assert [n.capacity for n in nodes_from_cluster(state(shared))] == [0.5, 0.5]
+    cfs = {"mechanism": "cfs", "per_node": [{"quota_us": 2500, "period_us": 10000}] * 2}
+    assert [n.capacity for n in nodes_from_cluster(state(cfs))] == [0.25, 0.25]
+    cpuset = {"mechanism": "cpuset", "per_node": [{"cpus": "0-1"}, {"cpus": "2-3"}]}
+    assert [n.capacity for n in nodes_from_cluster(state(cpuset))] == [2.0, 2.0]
