@@ -69,6 +69,14 @@ def add_cluster_commands(subparsers: Any) -> None:
         "paired gang, where I/O ranks must wake promptly beside a CPU-bound neighbour)",
     )
     up.add_argument(
+        "--cfs-period-us",
+        type=int,
+        default=10_000,
+        metavar="US",
+        help="CFS bandwidth period in microseconds (default 10000; 1000..1000000). Shorter "
+        "bounds how long a waking task waits while its node is throttled",
+    )
+    up.add_argument(
         "--no-agents",
         dest="agents",
         action="store_false",
@@ -127,6 +135,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         profile=profile,
         cpus_per_node=args.cpus_per_node,
         cpu_mechanism=args.cpu_mechanism,
+        cfs_period_us=args.cfs_period_us,
         addresses=addrs,
         start_agents=args.agents,
     )

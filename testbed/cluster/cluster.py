@@ -71,6 +71,7 @@ class ClusterConfig:
     profile: LinkProfile
     cpus_per_node: float | None = None
     cpu_mechanism: str = "auto"  # auto | cpuset | shared | cfs (testbed/cluster/cpu.py)
+    cfs_period_us: int = cpu_mod.CFS_PERIOD_US
     addresses: AddressPlan = field(default_factory=AddressPlan.build)
     start_agents: bool = True
     python: str = sys.executable
@@ -112,7 +113,9 @@ def build_plan(config: ClusterConfig, cores: list[int]) -> ClusterPlan:
     if config.nodes > addrs.capacity():
         raise ValueError(f"{config.nodes} nodes do not fit the subnets {addrs.to_dict()}")
     addrs.validate(config.nodes)
-    cpu = cpu_mod.plan_cpu(config.nodes, config.cpus_per_node, cores, config.cpu_mechanism)
+    cpu = cpu_mod.plan_cpu(
+        config.nodes, config.cpus_per_node, cores, config.cpu_mechanism, config.cfs_period_us
+    )
     nodes = []
     for i in range(config.nodes):
         name = node_name(i)

@@ -99,9 +99,20 @@ def _fmt_run(run: list[int]) -> str:
 
 
 def plan_cpu(
-    nodes: int, cpus_per_node: float | None, cores: list[int], mechanism: str = "auto"
+    nodes: int,
+    cpus_per_node: float | None,
+    cores: list[int],
+    mechanism: str = "auto",
+    period_us: int = CFS_PERIOD_US,
 ) -> CpuPlan:
-    """Decide the mechanism and per-node limits. Raises ValueError on bad input."""
+    """Decide the mechanism and per-node limits. Raises ValueError on bad input.
+
+    ``period_us`` is the CFS period (default 10 ms). A shorter one (down to the
+    kernel's 1 ms) bounds how long a waking task waits while its node is
+    throttled: at most ``(1 - F) * period``.
+    """
+    if not 1_000 <= period_us <= 1_000_000:
+        raise ValueError(f"--cfs-period-us must be in 1000..1000000, got {period_us}")
     if mechanism not in MECHANISMS:
         raise ValueError(f"--cpu-mechanism must be one of {', '.join(MECHANISMS)}")
     if cpus_per_node is None:
@@ -136,10 +147,13 @@ def plan_cpu(
         ordered = sorted(cores)
         per = tuple(NodeCpu(cpus=cpu_list(ordered[i * k : (i + 1) * k])) for i in range(nodes))
         return CpuPlan("cpuset", f, per)
-    quota = round(f * CFS_PERIOD_US)
+    quota = round(f * period_us)
     if quota < MIN_QUOTA_US:
-        raise ValueError(f"--cpus-per-node {f:g} is below the CFS minimum of 0.1")
-    per = tuple(NodeCpu(quota_us=quota, period_us=CFS_PERIOD_US) for _ in range(nodes))
+        raise ValueError(
+            f"--cpus-per-node {f:g} with a {period_us} us period is below the CFS minimum "
+            f"quota of {MIN_QUOTA_US} us"
+        )
+    per = tuple(NodeCpu(quota_us=quota, period_us=period_us) for _ in range(nodes))
     return CpuPlan("cfs", f, per)
 
 

@@ -109,6 +109,7 @@ def run_experiment(
         "link": spec.link,
         "cpus_per_node": spec.cpus_per_node,
         "cpu_mechanism": spec.cpu_mechanism,
+        "cfs_period_us": spec.cfs_period_us,
         "compute": asdict(spec.compute),
         "io": asdict(spec.io),
     }
@@ -161,6 +162,7 @@ def _cluster(spec: ExperimentSpec, reuse: bool, say: Say) -> Iterator[dict[str, 
                     profile=parse_profile(spec.link),
                     cpus_per_node=spec.cpus_per_node,
                     cpu_mechanism=spec.cpu_mechanism,
+                    cfs_period_us=spec.cfs_period_us,
                 ),
                 env,
             )

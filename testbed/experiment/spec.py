@@ -48,6 +48,7 @@ class ExperimentSpec:
     link: str
     cpus_per_node: float | None
     cpu_mechanism: str
+    cfs_period_us: int
     quantum: float
     compute: AppParams
     io: AppParams
@@ -143,6 +144,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         link=_get(cluster, "link", str, wc, "myrinet"),
         cpus_per_node=float(cpus) if cpus is not None else None,
         cpu_mechanism=_get(cluster, "cpu_mechanism", str, wc, "auto"),
+        cfs_period_us=_get(cluster, "cfs_period_us", int, wc, 10_000),
         quantum=quantum,
         compute=_app(_get(jobs, "compute", dict, f"{origin}: [jobs]"), f"{origin}: [jobs.compute]"),
         io=_app(_get(jobs, "io", dict, f"{origin}: [jobs]"), f"{origin}: [jobs.io]"),

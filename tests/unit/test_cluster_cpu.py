@@ -105,3 +105,12 @@ def test_mechanism_errors(nodes: int, f: float | None, mechanism: str, why: str)
 
 def test_explicit_cfs_even_when_cores_fit() -> None:
     assert cpu.plan_cpu(2, 1, [0, 1], "cfs").mechanism == "cfs"
+
+
+def test_cfs_period_is_configurable_within_kernel_limits() -> None:
+    plan = cpu.plan_cpu(4, 0.5, [0, 1], "cfs", period_us=2000)
+    assert {(n.quota_us, n.period_us) for n in plan.per_node} == {(1000, 2000)}
+    with pytest.raises(ValueError, match="minimum quota"):
+        cpu.plan_cpu(4, 0.5, [0, 1], "cfs", period_us=1000)
+    with pytest.raises(ValueError, match="1000..1000000"):
+        cpu.plan_cpu(4, 0.5, [0, 1], "cfs", period_us=500)
