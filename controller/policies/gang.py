@@ -33,6 +33,7 @@ round (at most one extra round; compaction only happens when a job ends).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import add
 
 from controller.policies.base import GangPolicy, JobRequest, PolicyError, QuantumPlan
 from controller.policies.matrix import BEST_FIT, FIRST_FIT, PLACEMENTS, OusterhoutMatrix, Placement
@@ -66,6 +67,8 @@ def _common_params(max_slots: int | None) -> tuple[ParamSpec, ...]:
         ParamSpec("placement", str, FIRST_FIT, "row choice for a new gang", PLACEMENTS),
     )
 
+
+_Cells = tuple[tuple[tuple[int, ...], ...], frozenset[int], int]
 
 _ALTERNATE = ParamSpec(
     "alternate", bool, True, "fill idle nodes with jobs of other rows (seed 000 §2.6)"
@@ -106,6 +109,10 @@ class MatrixGang(GangPolicy):
         self._next = 0
         self._last_now: float | None = None
         self._last_running: frozenset[int] = frozenset()
+        # _build_plan may leave the plan's job set here (cheaper than plan.running)
+        self._built_running: frozenset[int] | None = None
+        # (row stamp, partner row stamp or -1) -> node_jobs, jobs, busy nodes (bit set)
+        self._cells: dict[tuple[int, int], _Cells] = {}
 
     # ------------------------------------------------------------ GangPolicy
     def submit(self, job: JobRequest, now: float) -> None:
@@ -146,7 +153,9 @@ class MatrixGang(GangPolicy):
         slot = self._next if self._next < count else 0
         self._next = slot + 1
         plan = self._build_plan(slot)
-        self._last_running = plan.running
+        running = self._built_running
+        self._built_running = None
+        self._last_running = plan.running if running is None else running
         return plan
 
     @property
@@ -255,9 +264,11 @@ class MatrixGang(GangPolicy):
     def _credit(self, now: float) -> None:
         if self._last_now is not None:
             dt = max(0.0, now - self._last_now)
-            for job_id in self._last_running:
-                if job_id in self._service:
-                    self._service[job_id] += dt
+            if dt > 0.0:  # adding 0.0 changes nothing
+                service = self._service
+                for job_id in self._last_running:
+                    if job_id in service:
+                        service[job_id] += dt
         self._last_now = now
 
     def _matrix_changed(self) -> None:
@@ -271,6 +282,40 @@ class MatrixGang(GangPolicy):
 
     def _build_plan(self, slot: int) -> QuantumPlan:
         raise NotImplementedError
+
+    def _row_cells(self, slot: int, partner: int | None = None) -> _Cells:
+        """node_jobs of ``slot`` alone or with ``partner`` (its job second on a
+        shared node), the set of their jobs and their busy nodes as a bit set.
+
+        Cached under the rows' stamps, so a row's cells are built once per
+        content of the row rather than at every quantum.
+        """
+        snap = self.matrix.snapshot()
+        stamps = snap.stamps
+        key = (stamps[slot], -1 if partner is None else stamps[partner])
+        cells = self._cells.get(key)
+        if cells is not None:
+            return cells
+        if len(self._cells) > 6 * len(stamps) + 64:
+            alive = set(stamps)
+            alive.add(-1)
+            self._cells = {k: v for k, v in self._cells.items() if k[0] in alive and k[1] in alive}
+        if partner is None:
+            cells = (
+                tuple(() if a is None else (a,) for a in self.matrix.row_cells(slot)),
+                frozenset(snap.jobs[slot]),
+                snap.busy[slot],
+            )
+        else:
+            alone = self._row_cells(slot)
+            other = self._row_cells(partner)
+            cells = (
+                tuple(map(add, alone[0], other[0])),  # (a,) + (b,) per node
+                alone[1] | other[1],
+                alone[2] | other[2],
+            )
+        self._cells[key] = cells
+        return cells
 
 
 class StrictGang(MatrixGang):
@@ -302,20 +347,19 @@ class StrictGang(MatrixGang):
         )
 
     def _build_plan(self, slot: int) -> QuantumPlan:
-        node_jobs: list[tuple[int, ...]] = [()] * self.nodes
-        for n in self.matrix.busy_nodes(slot):
-            job = self.matrix.cell(slot, n)
-            if job is not None:
-                node_jobs[n] = (job,)
-        alternates = self.matrix.alternates(slot) if self.alternate else ()
-        for job in alternates:
-            for n in self.matrix.nodes_of(job):
-                node_jobs[n] = (job,)
+        matrix = self.matrix
+        node_jobs, running, busy = self._row_cells(slot)
+        alternates = matrix.alternates_masked(slot, busy) if self.alternate else ()
+        if alternates:
+            cells = list(node_jobs)
+            for job in alternates:
+                for n in matrix.nodes_of(job):
+                    cells[n] = (job,)
+            node_jobs = tuple(cells)
+            running = running | frozenset(alternates)
+        self._built_running = running
         return QuantumPlan(
-            slot=slot,
-            partner=None,
-            node_jobs=tuple(node_jobs),
-            alternates=frozenset(alternates),
+            slot=slot, partner=None, node_jobs=node_jobs, alternates=frozenset(alternates)
         )
 
 

@@ -46,6 +46,16 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
+class RowsSnapshot:
+    """Per-row facts of one matrix state (:meth:`OusterhoutMatrix.snapshot`), by row index."""
+
+    version: int  # OusterhoutMatrix.version it describes
+    stamps: tuple[int, ...]  # row_stamp of every row
+    jobs: tuple[tuple[int, ...], ...]  # jobs_in of every row
+    busy: tuple[int, ...]  # row_mask of every row
+
+
+@dataclass(frozen=True, slots=True)
 class Compaction:
     """What :meth:`OusterhoutMatrix.compact` did.
 
@@ -76,8 +86,19 @@ class OusterhoutMatrix:
         self.max_slots = max_slots
         self._rows: list[list[int | None]] = []
         self._where: dict[int, Placement] = {}
-        # jobs_in() is asked for every row at every quantum; rows change rarely.
+        self._mask: dict[int, int] = {}  # job -> its nodes as a bit set
+        #: Bumped by every change of the cells; callers key derived data on it.
+        self.version = 0
+        # Each row carries a stamp, renewed whenever its cells change and kept
+        # when compaction renumbers it. Per-row queries are asked at every
+        # quantum and rows change rarely, so their answers are cached by stamp.
+        self._stamps: list[int] = []
+        self._next_stamp = 0
         self._jobs_cache: dict[int, tuple[int, ...]] = {}
+        self._busy_cache: dict[int, tuple[int, ...]] = {}
+        self._free_cache: dict[int, tuple[int, ...]] = {}
+        self._row_mask_cache: dict[int, int] = {}
+        self._snapshot: RowsSnapshot | None = None
 
     # ----------------------------------------------------------------- queries
     @property
@@ -108,24 +129,88 @@ class OusterhoutMatrix:
 
     def jobs_in(self, slot: int) -> tuple[int, ...]:
         """Jobs of a row, ordered by their lowest node."""
-        cached = self._jobs_cache.get(slot)
+        stamp = self.row_stamp(slot)
+        cached = self._jobs_cache.get(stamp)
         if cached is not None:
             return cached
         seen: dict[int, None] = {}
-        for job in self._row(slot):
+        for job in self._rows[slot]:
             if job is not None:
                 seen[job] = None
         jobs = tuple(seen)
-        self._jobs_cache[slot] = jobs
+        self._jobs_cache[stamp] = jobs
         return jobs
+
+    def snapshot(self) -> RowsSnapshot:
+        """Stamps, jobs and busy-node bit sets of every row (one object per state)."""
+        snap = self._snapshot
+        if snap is None or snap.version != self.version:
+            count = len(self._rows)
+            snap = RowsSnapshot(
+                self.version,
+                tuple(self._stamps),
+                tuple(self.jobs_in(s) for s in range(count)),
+                tuple(self.row_mask(s) for s in range(count)),
+            )
+            self._snapshot = snap
+        return snap
+
+    def job_masks(self) -> Mapping[int, int]:
+        """Job -> :meth:`job_mask` for every placed job (a live, read-only view)."""
+        return self._mask
+
+    def row_stamps(self) -> tuple[int, ...]:
+        """:meth:`row_stamp` of every row, in row order."""
+        return tuple(self._stamps)
+
+    def row_stamp(self, slot: int) -> int:
+        """A token of the row's contents: it changes whenever the row's cells
+        change, and stays with the row when compaction renumbers it. Tokens are
+        never reused, so callers may cache per-row data under them."""
+        if 0 <= slot < len(self._stamps):
+            return self._stamps[slot]
+        raise PolicyError(f"no slot {slot} (matrix has {len(self._rows)})")
 
     def free_nodes(self, slot: int) -> tuple[int, ...]:
         """Nodes with an empty cell in ``slot`` (ascending)."""
-        return tuple(n for n, job in enumerate(self._row(slot)) if job is None)
+        stamp = self.row_stamp(slot)
+        cached = self._free_cache.get(stamp)
+        if cached is None:
+            cached = tuple(n for n, job in enumerate(self._rows[slot]) if job is None)
+            self._free_cache[stamp] = cached
+        return cached
 
     def busy_nodes(self, slot: int) -> tuple[int, ...]:
         """Nodes with a job in ``slot`` (ascending)."""
-        return tuple(n for n, job in enumerate(self._row(slot)) if job is not None)
+        stamp = self.row_stamp(slot)
+        cached = self._busy_cache.get(stamp)
+        if cached is None:
+            cached = tuple(n for n, job in enumerate(self._rows[slot]) if job is not None)
+            self._busy_cache[stamp] = cached
+        return cached
+
+    def row_mask(self, slot: int) -> int:
+        """Busy nodes of ``slot`` as a bit set (bit ``n`` = node ``n``)."""
+        stamp = self.row_stamp(slot)
+        cached = self._row_mask_cache.get(stamp)
+        if cached is None:
+            cached = 0
+            masks = self._mask
+            for job in self.jobs_in(slot):
+                cached |= masks[job]
+            self._row_mask_cache[stamp] = cached
+        return cached
+
+    def job_mask(self, job_id: int) -> int:
+        """Nodes of a placed job as a bit set; PolicyError if unknown."""
+        mask = self._mask.get(job_id)
+        if mask is None:
+            raise PolicyError(f"job {job_id} is not in the matrix")
+        return mask
+
+    def row_cells(self, slot: int) -> tuple[int | None, ...]:
+        """The cells of ``slot``, node by node (a copy)."""
+        return tuple(self._row(slot))
 
     def placement_of(self, job_id: int) -> Placement | None:
         """Row and nodes of a job, or None if it is not placed."""
@@ -198,15 +283,19 @@ class OusterhoutMatrix:
             if not self.can_add_slot():
                 raise PolicyError(f"job {job_id}: no new slot allowed (max_slots={self.max_slots})")
             self._rows.append([None] * self.nodes)
+            self._stamps.append(-1)
         row = self._row(slot)
         busy = [n for n in chosen if row[n] is not None]
         if busy:
             raise PolicyError(f"job {job_id}: nodes {busy} of slot {slot} are occupied")
+        mask = 0
         for n in chosen:
             row[n] = job_id
-        self._jobs_cache.clear()
+            mask |= 1 << n
+        self._touch(slot)
         where = Placement(slot, chosen)
         self._where[job_id] = where
+        self._mask[job_id] = mask
         return where
 
     def remove(self, job_id: int) -> Placement:
@@ -215,8 +304,9 @@ class OusterhoutMatrix:
         row = self._rows[where.slot]
         for n in where.nodes:
             row[n] = None
-        self._jobs_cache.clear()
+        self._touch(where.slot)
         del self._where[job_id]
+        del self._mask[job_id]
         return where
 
     def move(self, job_id: int, slot: int) -> Placement:
@@ -242,47 +332,60 @@ class OusterhoutMatrix:
         """
         moved_old: dict[int, tuple[int, int]] = {}  # job -> (original row, target row)
         rows = self._rows
-        # Work on original indices; `alive` marks rows not (yet) deleted.
-        alive = [any(c is not None for c in row) for row in rows]
-        origin = {job: where.slot for job, where in self._where.items()}
+        masks = self._mask
+        # Work on original indices, rows as bit sets of busy nodes; a row is
+        # alive until deleted (empty, or all its jobs moved up).
+        busy = [self.row_mask(s) for s in range(len(rows))]
+        alive = [b != 0 for b in busy]
         for r in range(len(rows) - 1, 0, -1):
             if not alive[r]:
                 continue
             plan: dict[int, int] = {}
-            trial = {s: list(rows[s]) for s in range(r) if alive[s]}
+            earlier = [s for s in range(r) if alive[s]]
+            trial = {s: busy[s] for s in earlier}
             ok = True
             for job in self.jobs_in(r):
-                nodes = self._where[job].nodes
-                target = next(
-                    (s for s in sorted(trial) if all(trial[s][n] is None for n in nodes)), None
-                )
+                mask = masks[job]
+                target = next((s for s in earlier if not trial[s] & mask), None)
                 if target is None:
                     ok = False
                     break
-                for n in nodes:
-                    trial[target][n] = job
+                trial[target] |= mask
                 plan[job] = target
             if not ok:
                 continue
-            self._jobs_cache.clear()
+            self._touch(r)
+            for target in set(plan.values()):
+                self._touch(target)
             for job, target in plan.items():
                 nodes = self._where[job].nodes
                 for n in nodes:
                     rows[r][n] = None
                     rows[target][n] = job
                 self._where[job] = Placement(target, nodes)
-                moved_old[job] = (origin[job], target)
+                first = moved_old.get(job)
+                moved_old[job] = (r if first is None else first[0], target)
+                busy[target] |= masks[job]
+            busy[r] = 0
             alive[r] = False
         slot_map: dict[int, int] = {}
         new_rows: list[list[int | None]] = []
+        new_stamps: list[int] = []
         for old, row in enumerate(rows):
             if alive[old]:
                 slot_map[old] = len(new_rows)
                 new_rows.append(row)
+                new_stamps.append(self._stamps[old])
+            else:
+                self._touch(old)  # drops what was cached for the deleted row
         self._rows = new_rows
-        self._jobs_cache.clear()
-        for job, where in list(self._where.items()):
-            self._where[job] = Placement(slot_map[where.slot], where.nodes)
+        self._stamps = new_stamps
+        self.version += 1
+        if any(old != new for old, new in slot_map.items()):
+            for job, where in list(self._where.items()):
+                new = slot_map[where.slot]
+                if new != where.slot:
+                    self._where[job] = Placement(new, where.nodes)
         moved = {job: (old, slot_map[target]) for job, (old, target) in moved_old.items()}
         return Compaction(slot_map=slot_map, moved=moved)
 
@@ -302,21 +405,43 @@ class OusterhoutMatrix:
         ``skip_slots`` and ``accept(job)`` holds. Rows are scanned cyclically
         from ``slot + 1``; picks never share a node.
         """
-        self._row(slot)
-        taken = set(self.busy_nodes(slot)) | set(busy_nodes)
+        taken = self.row_mask(slot)
+        for n in busy_nodes:
+            taken |= 1 << n
+        return self.alternates_masked(slot, taken, skip_slots, accept)
+
+    def alternates_masked(
+        self,
+        slot: int,
+        taken: int,
+        skip_slots: Collection[int] = (),
+        accept: Callable[[int], bool] | None = None,
+    ) -> tuple[int, ...]:
+        """:meth:`alternates` with the unavailable nodes given as a bit set.
+
+        ``taken`` must include the busy nodes of ``slot`` itself.
+        """
+        snap = self.snapshot()
+        rows, busy = snap.jobs, snap.busy
+        count = len(rows)
+        if not 0 <= slot < count:
+            raise PolicyError(f"no slot {slot} (matrix has {count})")
         picked: list[int] = []
-        count = len(self._rows)
+        masks = self._mask
         for step in range(1, count):
-            other = (slot + step) % count
-            if other in skip_slots:
+            other = slot + step
+            if other >= count:
+                other -= count
+            # every job of a row whose nodes are all taken clashes: skip the row
+            if busy[other] | taken == taken or other in skip_slots:
                 continue
-            for job in self.jobs_in(other):
-                nodes = self._where[job].nodes
-                if any(n in taken for n in nodes):
+            for job in rows[other]:
+                mask = masks[job]
+                if mask & taken:
                     continue
                 if accept is not None and not accept(job):
                     continue
-                taken.update(nodes)
+                taken |= mask
                 picked.append(job)
         return tuple(picked)
 
@@ -338,10 +463,26 @@ class OusterhoutMatrix:
         for job, (s, nodes) in seen.items():
             if self._where[job] != Placement(s, tuple(nodes)):
                 raise PolicyError(f"job {job}: index says {self._where[job]}, cells say {s}")
+            if self._mask.get(job) != sum(1 << n for n in nodes):
+                raise PolicyError(f"job {job}: node bit set disagrees with its cells")
+        if len(self._stamps) != len(self._rows) or len(set(self._stamps)) != len(self._rows):
+            raise PolicyError("row stamps disagree with the rows")
+        if set(self._mask) != set(self._where):
+            raise PolicyError("node bit sets and job index disagree")
         if self.max_slots is not None and len(self._rows) > self.max_slots:
             raise PolicyError(f"{len(self._rows)} rows exceed max_slots={self.max_slots}")
 
     # ---------------------------------------------------------------- helpers
+    def _touch(self, slot: int) -> None:
+        """The cells of ``slot`` changed: give it a new stamp, drop its cached values."""
+        self.version += 1
+        old = self._stamps[slot]
+        for cache in (self._jobs_cache, self._busy_cache, self._free_cache):
+            cache.pop(old, None)
+        self._row_mask_cache.pop(old, None)
+        self._stamps[slot] = self._next_stamp
+        self._next_stamp += 1
+
     def _row(self, slot: int) -> list[int | None]:
         if not 0 <= slot < len(self._rows):
             raise PolicyError(f"no slot {slot} (matrix has {len(self._rows)})")

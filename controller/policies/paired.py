@@ -39,7 +39,7 @@ How the pieces of the paper are realised here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from controller.policies.base import PolicyError, QuantumPlan
@@ -119,6 +119,13 @@ class PairedGang(MatrixGang):
         self.matching = matching
         self.stats = PairedStats()
         self._round: dict[int, int | None] | None = None
+        self._estimates = self.predictor.estimates_view()
+        self._flagged = self.predictor.flagged_view()
+        # row stamp -> slot utilization, band (count, min, max), exclusive flag
+        self._util_cache: dict[int, float] = {}
+        self._band_cache: dict[int, tuple[int, float, float]] = {}
+        self._excl_cache: dict[int, bool] = {}
+        self._homog_dirty: set[int] | None = None  # rows to check; None = all
         super().__init__(
             nodes,
             max_slots=max_slots,
@@ -126,13 +133,12 @@ class PairedGang(MatrixGang):
             admission=admission,
             alternate=alternate,
         )
+        self._snap = self.matrix.snapshot()
 
     # ----------------------------------------------------------------- public
     def observe(self, utilization: Mapping[int, float]) -> None:
         """Feed the predictor; jobs no longer in the system are ignored."""
-        for job_id, value in utilization.items():
-            if job_id in self._jobs:
-                self.predictor.observe(job_id, value)
+        self.predictor.observe_known(utilization, self._jobs)
 
     @property
     def last_round_matching(self) -> dict[int, int | None]:
@@ -141,19 +147,20 @@ class PairedGang(MatrixGang):
 
     def slot_utilization(self, slot: int) -> float:
         """max(x) of §2.5: the largest predicted utilization among the row's jobs."""
-        return max(self.predictor.predict(j) for j in self.matrix.jobs_in(slot))
+        self.matrix.row_stamp(slot)  # PolicyError for a bad slot
+        self._sync()
+        return self._slot_util(slot)
 
     def is_exclusive_slot(self, slot: int) -> bool:
         """True if the row holds a job that must not be paired (§2.4)."""
-        return any(self._jobs[j].exclusive for j in self.matrix.jobs_in(slot))
+        self.matrix.row_stamp(slot)
+        self._sync()
+        return self._exclusive(slot)
 
     def matchable_utilizations(self) -> dict[int, float]:
         """Row -> utilization for every non-empty row without an exclusive job."""
-        return {
-            s: self.slot_utilization(s)
-            for s in range(self.matrix.slot_count)
-            if self.matrix.jobs_in(s) and not self.is_exclusive_slot(s)
-        }
+        self._sync()
+        return self._matchable()
 
     def band_utilization(self, job_id: int) -> float:
         """Utilization used for the band tests: eq. (1) without the sharp-change flag."""
@@ -162,6 +169,7 @@ class PairedGang(MatrixGang):
     # ------------------------------------------------------------------ hooks
     def _matrix_changed(self) -> None:
         self._round = None
+        self._homog_dirty = None
 
     def _forget(self, job_id: int) -> None:
         self.predictor.forget(job_id)
@@ -170,51 +178,147 @@ class PairedGang(MatrixGang):
         self._enforce_homogeneity()
 
     def _build_plan(self, slot: int) -> QuantumPlan:
+        self._sync()
         partner = self._choose_partner(slot)
         self.stats.quanta += 1
         if partner is not None:
             self.stats.paired_quanta += 1
-        cells: list[list[int]] = [[] for _ in range(self.nodes)]
-        for row in (slot,) if partner is None else (slot, partner):
-            for n in self.matrix.busy_nodes(row):
-                job = self.matrix.cell(row, n)
-                if job is not None:
-                    cells[n].append(job)
+        matrix = self.matrix
+        # the selected row's cells, then the partner's (seed 000 §2.1: two per node)
+        node_jobs, running, busy = self._row_cells(slot, partner)
         alternates: tuple[int, ...] = ()
         if self.alternate:
-            busy = self.matrix.busy_nodes(partner) if partner is not None else ()
-            skip = (partner,) if partner is not None else ()
-            alternates = self.matrix.alternates(
+            alternates = matrix.alternates_masked(
                 slot,
-                skip_slots=skip,
-                busy_nodes=busy,
-                accept=lambda job: self._within_band(job, slot),
+                busy,
+                skip_slots=(partner,) if partner is not None else (),
+                accept=self._band_test(slot),
             )
-            for job in alternates:
-                for n in self.matrix.nodes_of(job):
-                    cells[n].append(job)
+            if alternates:
+                # only on nodes idle in both rows, so each such node runs that job alone
+                cells = list(node_jobs)
+                for job in alternates:
+                    for n in matrix.nodes_of(job):
+                        cells[n] = (job,)
+                node_jobs = tuple(cells)
+                running = running | frozenset(alternates)
+        self._built_running = running
         return QuantumPlan(
             slot=slot,
             partner=partner,
-            node_jobs=tuple(tuple(c) for c in cells),
+            node_jobs=node_jobs,
             alternates=frozenset(alternates),
         )
 
+    # ---------------------------------------------------------------- caches
+    # Per-row values derived from the predictions are cached under the row's
+    # stamp (matrix.row_stamp: renewed whenever the row's cells change) and
+    # dropped when one of the row's jobs is observed (predictor.drain_changed).
+    # Every method below expects _sync() to have run since the last change.
+
+    def _sync(self) -> None:
+        """Bring the row caches up to date with the matrix and the predictor."""
+        matrix = self.matrix
+        if matrix.version != self._snap.version:
+            self._snap = matrix.snapshot()
+            self._homog_dirty = None
+            if len(self._util_cache) + len(self._band_cache) > 8 * len(self._snap.jobs) + 64:
+                alive = set(self._snap.stamps)
+                for cache in (self._util_cache, self._band_cache, self._excl_cache):
+                    for stamp in [k for k in cache if k not in alive]:
+                        del cache[stamp]
+        changed = self.predictor.drain_changed()
+        if not changed:
+            return
+        util, band, dirty = self._util_cache, self._band_cache, self._homog_dirty
+        stamps = self._snap.stamps
+        placement_of = matrix.placement_of
+        for job in changed:
+            where = placement_of(job)
+            if where is None:
+                continue
+            slot = where.slot
+            stamp = stamps[slot]
+            util.pop(stamp, None)
+            band.pop(stamp, None)
+            if dirty is not None:
+                dirty.add(slot)
+
+    def _slot_util(self, slot: int) -> float:
+        stamp = self._snap.stamps[slot]
+        value = self._util_cache.get(stamp)
+        if value is None:
+            # predictor.predict(j) for every job of the row
+            flagged = self._flagged
+            get = self._estimates.get
+            initial = self.predictor.initial
+            value = max(1.0 if j in flagged else get(j, initial) for j in self._snap.jobs[slot])
+            self._util_cache[stamp] = value
+        return value
+
+    def _exclusive(self, slot: int) -> bool:
+        stamp = self._snap.stamps[slot]
+        value = self._excl_cache.get(stamp)
+        if value is None:
+            value = any(self._jobs[j].exclusive for j in self._snap.jobs[slot])
+            self._excl_cache[stamp] = value
+        return value
+
+    def _matchable_slot(self, slot: int) -> bool:
+        return bool(self._snap.jobs[slot]) and not self._exclusive(slot)
+
+    def _matchable(self) -> dict[int, float]:
+        return {
+            s: self._slot_util(s) for s in range(len(self._snap.jobs)) if self._matchable_slot(s)
+        }
+
+    def _band(self, slot: int) -> tuple[int, float, float]:
+        """(measured jobs, lowest, highest eq. (1) estimate among them) of a row."""
+        stamp = self._snap.stamps[slot]
+        value = self._band_cache.get(stamp)
+        if value is None:
+            get = self._estimates.get  # None for a job never measured
+            values = [e for e in map(get, self._snap.jobs[slot]) if e is not None]
+            value = (len(values), min(values), max(values)) if values else (0, 0.0, 0.0)
+            self._band_cache[stamp] = value
+        return value
+
+    def _band_test(self, slot: int) -> Callable[[int], bool]:
+        """``_within_band(job, slot)`` for many jobs against one unchanging row."""
+        count, lo, hi = self._band(slot)
+        get = self._estimates.get
+        band = self.band
+
+        def accept(job_id: int) -> bool:
+            value = get(job_id)
+            if value is None:
+                return True
+            if count == 0:
+                return value < value + band - _EPS
+            low = lo if lo <= value else value
+            high = hi if hi >= value else value
+            return high < low + band - _EPS
+
+        return accept
+
     # ---------------------------------------------------------------- helpers
     def _choose_partner(self, slot: int) -> int | None:
-        utils = self.matchable_utilizations()
-        if slot not in utils:
+        if not self._matchable_slot(slot):
             return None
         if self.matching == BEST_FIT_MATCHING:
-            return best_fit_match(utils, slot, self.margin)
+            return best_fit_match(self._matchable(), slot, self.margin)
         if self._round is None or slot == 0:
-            self._round = fig4_match(utils, self.margin)
+            self._round = fig4_match(self._matchable(), self.margin)
             self.stats.matchings += 1
         partner = self._round.get(slot)
         # The round's pair may have gone stale (sharp change, new measurement).
-        if partner is None or partner not in utils:
+        if (
+            partner is None
+            or not 0 <= partner < len(self._snap.jobs)
+            or not self._matchable_slot(partner)
+        ):
             return None
-        if not fits(utils[slot], utils[partner], self.margin):
+        if not fits(self._slot_util(slot), self._slot_util(partner), self.margin):
             return None
         return partner
 
@@ -225,42 +329,74 @@ class PairedGang(MatrixGang):
     def _within_band(self, job_id: int, slot: int) -> bool:
         # Jobs never measured have no characteristics yet (§2.5 checks "running"
         # jobs); they neither widen a row's band nor are held to it.
-        if self.predictor.is_new(job_id):
-            return True
-        values = [
-            self.band_utilization(j)
-            for j in self.matrix.jobs_in(slot)
-            if not self.predictor.is_new(j)
-        ]
-        values.append(self.band_utilization(job_id))
-        return self._spread_ok(values)
+        self._sync()
+        return self._band_test(slot)(job_id)
 
     def _enforce_homogeneity(self) -> None:
-        """§2.5: move jobs that break their row's band (see module docstring)."""
-        slot = 0
+        """§2.5: move jobs that break their row's band (see module docstring).
+
+        Only rows that may have changed are checked: all of them after a matrix
+        change, else those holding a job observed since the last check or a
+        job that broke the band and could not move. A row that passed and has
+        not changed since would pass again, so the outcome is that of checking
+        every row in order.
+        """
+        self._sync()
+        dirty = self._homog_dirty
+        if dirty is not None and not dirty:
+            return
+        self._homog_dirty = set()
+        slot = -1
+        if dirty is not None:
+            band_of, width = self._band, self.band
+            for s in sorted(dirty):
+                count, lo, hi = band_of(s)
+                # (_check_band's own first test, spared a call for rows that pass)
+                if count >= 2 and hi >= lo + width - _EPS and self._check_band(s):
+                    slot = s
+                    break
+            else:
+                return
+        # from here on (a full check, or a job moved) every later row, as in order
+        slot += 1
         while slot < self.matrix.slot_count:
-            jobs = [j for j in self.matrix.jobs_in(slot) if not self.predictor.is_new(j)]
-            if len(jobs) >= 2:
-                low = min(self.band_utilization(j) for j in jobs)
-                for job in jobs:
-                    if self.band_utilization(job) >= low + self.band - _EPS:
-                        self._relocate(job, slot)
+            self._check_band(slot)
             slot += 1
 
+    def _check_band(self, slot: int) -> bool:
+        """Relocate the row's jobs that break its band; True if the matrix changed."""
+        count, lo, hi = self._band(slot)
+        # some job is not below min + band (the test below, for every job)
+        if count < 2 or hi < lo + self.band - _EPS:
+            return False
+        version = self.matrix.version
+        estimate = self.band_utilization
+        jobs = [j for j in self.matrix.jobs_in(slot) if not self.predictor.is_new(j)]
+        low = min(estimate(j) for j in jobs)
+        for job in jobs:
+            if estimate(job) >= low + self.band - _EPS:
+                self._relocate(job, slot)
+        if self.matrix.version == version:
+            if self._homog_dirty is not None:
+                self._homog_dirty.add(slot)  # still broken: try again next quantum
+            return False
+        self._sync()
+        return True
+
     def _relocate(self, job: int, slot: int) -> None:
-        nodes = self.matrix.nodes_of(job)
-        for other in range(self.matrix.slot_count):
+        matrix = self.matrix
+        mask = matrix.job_mask(job)
+        for other in range(matrix.slot_count):
             if other == slot:
                 continue
-            free = set(self.matrix.free_nodes(other))
-            if not free.issuperset(nodes) or not self.matrix.jobs_in(other):
+            if matrix.row_mask(other) & mask or not matrix.jobs_in(other):
                 continue
             if self._within_band(job, other):
-                self.matrix.move(job, other)
+                matrix.move(job, other)
                 self.stats.homogeneity_moves += 1
                 self._matrix_changed()
                 return
-        if self.matrix.can_add_slot():
-            self.matrix.move(job, self.matrix.slot_count)
+        if matrix.can_add_slot():
+            matrix.move(job, matrix.slot_count)
             self.stats.homogeneity_moves += 1
             self._matrix_changed()

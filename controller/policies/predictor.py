@@ -28,12 +28,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from operator import mul
 
 from controller.policies.base import PolicyError
 
 #: Eq. (1) weights, most recent quantum first: (5 - i) / 10 for i = 1..4.
 WEIGHTS: tuple[float, ...] = tuple((5 - i) / 10 for i in range(1, 5))
+#: sum(WEIGHTS[:k]) for k = 0..4, computed as eq. (1)'s denominator always was.
+_WEIGHT_SUMS: tuple[float, ...] = tuple(sum(WEIGHTS[:k]) for k in range(len(WEIGHTS) + 1))
 _EPS = 1e-9
 
 
@@ -51,13 +55,17 @@ class UtilizationPredictor:
         self._flagged: set[int] = set()
         # eq. (1) is read many times per quantum and changes only on observe()
         self._estimate: dict[int, float] = {}
+        # jobs observed since the last drain_changed(), for callers' caches
+        self._changed: set[int] = set()
 
     def observe(self, job_id: int, utilization: float) -> None:
         """Record the job's utilization (averaged over its processes) in a quantum it ran."""
         if math.isnan(utilization):
             raise PolicyError(f"job {job_id}: utilization is NaN")
         value = min(1.0, max(0.0, utilization))
-        hist = self._history.setdefault(job_id, deque(maxlen=len(WEIGHTS)))
+        hist = self._history.get(job_id)
+        if hist is None:
+            hist = self._history[job_id] = deque(maxlen=len(WEIGHTS))
         # The measurement just taken is the quantum the flag asked for: clear it.
         self._flagged.discard(job_id)
         if (
@@ -67,10 +75,35 @@ class UtilizationPredictor:
         ):
             self._flagged.add(job_id)
         hist.appendleft(value)
-        weights = WEIGHTS[: len(hist)]
-        self._estimate[job_id] = sum(w * u for w, u in zip(weights, hist, strict=True)) / sum(
-            weights
+        # sum(w * u for w, u in zip(WEIGHTS, hist)) / sum(WEIGHTS[: len(hist)])
+        self._estimate[job_id] = sum(map(mul, WEIGHTS, hist)) / _WEIGHT_SUMS[len(hist)]
+        self._changed.add(job_id)
+
+    def observe_known(self, utilization: Mapping[int, float], known: Container[int]) -> None:
+        """:meth:`observe` every job of ``utilization`` that is in ``known``, in order."""
+        history, flagged, estimate, changed = (
+            self._history,
+            self._flagged,
+            self._estimate,
+            self._changed,
         )
+        sharp = self.sharp_change
+        limit = math.inf if sharp is None else sharp + _EPS
+        for job_id, utilization_value in utilization.items():
+            if job_id not in known:
+                continue
+            if math.isnan(utilization_value):
+                raise PolicyError(f"job {job_id}: utilization is NaN")
+            value = min(1.0, max(0.0, utilization_value))
+            hist = history.get(job_id)
+            if hist is None:
+                hist = history[job_id] = deque(maxlen=len(WEIGHTS))
+            flagged.discard(job_id)
+            if hist and abs(value - hist[0]) > limit:
+                flagged.add(job_id)
+            hist.appendleft(value)
+            estimate[job_id] = sum(map(mul, WEIGHTS, hist)) / _WEIGHT_SUMS[len(hist)]
+            changed.add(job_id)
 
     def observe_processes(self, job_id: int, per_process: Sequence[float]) -> None:
         """Record per-process utilizations; eq. (1)'s inner sum averages them."""
@@ -105,8 +138,27 @@ class UtilizationPredictor:
         """Up to four last measurements, most recent first."""
         return tuple(self._history.get(job_id, ()))
 
+    def measured_estimate(self, job_id: int) -> float | None:
+        """:meth:`estimate` for a measured job, None for a new one (see :meth:`is_new`)."""
+        return self._estimate.get(job_id)
+
+    def estimates_view(self) -> Mapping[int, float]:
+        """Job -> :meth:`estimate` of every measured job (a live, read-only view)."""
+        return self._estimate
+
+    def flagged_view(self) -> AbstractSet[int]:
+        """Jobs :meth:`is_flagged` (a live, read-only view)."""
+        return self._flagged
+
+    def drain_changed(self) -> set[int]:
+        """Jobs observed since the previous call (for callers that cache predictions)."""
+        changed = self._changed
+        self._changed = set()
+        return changed
+
     def forget(self, job_id: int) -> None:
         """Drop a finished job's data."""
         self._history.pop(job_id, None)
         self._estimate.pop(job_id, None)
         self._flagged.discard(job_id)
+        self._changed.discard(job_id)

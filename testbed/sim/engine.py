@@ -164,6 +164,15 @@ def _admit(
     return i
 
 
+def _zero_length(jobs: list[SimJob], first: int, last: int, live: dict[int, _Live]) -> list[int]:
+    """Admitted jobs of ``jobs[first:last]`` with no work, in admission order.
+
+    Only the jobs just admitted can qualify: earlier ones were retired when
+    they were admitted.
+    """
+    return [j.job_id for j in jobs[first:last] if j.runtime <= 0 and j.job_id in live]
+
+
 def _retire(j: int, now: float, live: dict[int, _Live], policy: GangPolicy, res: SimResult) -> None:
     state = live.pop(j)
     res.end[state.index] = now
@@ -190,13 +199,14 @@ def _run_gang_exact(
     t = 0.0
     idle_quanta = 0
     while i < n or live:
+        first = i
         i = _admit(jobs, i, t, policy, live, res)
         if not live:
             if i < n:
                 t = max(t, jobs[i].submit)
             continue
         # zero-length jobs end the moment they are admitted
-        for j in [j for j, s in live.items() if s.job.runtime <= 0]:
+        for j in _zero_length(jobs, first, i, live):
             _retire(j, t, live, policy, res)
         if not live:
             continue
@@ -283,6 +293,7 @@ def _run_gang_fluid(
 ) -> None:
     n = len(jobs)
     q_len, cs, interf = cfg.quantum, cfg.context_switch, cfg.interference
+    switched_in = 1.0 - cs / q_len  # share of a quantum left after a context switch
     live: dict[int, _Live] = {}
     stats = MatchingStats()
     res.matching = stats
@@ -290,20 +301,32 @@ def _run_gang_fluid(
     t = 0.0
     inf = math.inf
     stalls = 0
+    next_quantum, observe = policy.next_quantum, policy.observe
+    # node_jobs -> its distinct runnable sets (what gang_rates needs), by identity:
+    # policies hand out the same node_jobs object for an unchanged row or pair
+    distinct: dict[int, tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]] = {}
     while i < n or live:
+        first = i
         i = _admit(jobs, i, t, policy, live, res)
         if not live:
             if i < n:
                 t = max(t, jobs[i].submit)
             continue
-        for j in [j for j, s in live.items() if s.job.runtime <= 0]:
+        # zero-length jobs end the moment they are admitted
+        for j in _zero_length(jobs, first, i, live):
             _retire(j, t, live, policy, res)
         if not live:
             continue
 
-        def demand(j: int) -> float:
-            s = live[j]
-            return s.job.cpu_at(s.done)
+        # a job's demand is constant within the round (progress is applied after it)
+        demands: dict[int, float] = {}
+
+        def demand(j: int, demands: dict[int, float] = demands) -> float:
+            d = demands.get(j)
+            if d is None:
+                s = live[j]
+                d = demands[j] = s.job.cpu_at(s.done)
+            return d
 
         # one round of the matrix gives each job its share of the coming interval
         rounds = max(1, policy.slot_count)
@@ -312,20 +335,27 @@ def _run_gang_fluid(
         plans = []
         prev: frozenset[int] = frozenset()
         for _ in range(rounds):
-            plan = policy.next_quantum(t)
+            plan = next_quantum(t)
             plans.append(plan)
-            rates = gang_rates(plan.node_jobs, demand, interf)
+            node_jobs = plan.node_jobs
+            seen = distinct.get(id(node_jobs))
+            if seen is None or seen[0] is not node_jobs:
+                if len(distinct) >= 4096:
+                    distinct.clear()
+                seen = distinct[id(node_jobs)] = (node_jobs, tuple(dict.fromkeys(node_jobs)))
+            rates = gang_rates(seen[1], demand, interf)
             util: dict[int, float] = {}
             for j, r in rates.items():
                 if j not in live:
                     continue
                 # a job switched in loses the context-switch time of its quantum
-                eff = r * (1.0 - cs / q_len) if (cs and j not in prev) else r
+                eff = r * switched_in if (cs and j not in prev) else r
                 mean_rate[j] = mean_rate.get(j, 0.0) + eff / rounds
-                util[j] = eff * demand(j)
-                mean_util[j] = mean_util.get(j, 0.0) + util[j] / rounds
-            policy.observe(util)
-            prev = frozenset(rates)
+                u = util[j] = eff * demand(j)
+                mean_util[j] = mean_util.get(j, 0.0) + u / rounds
+            observe(util)
+            if cs:
+                prev = frozenset(rates)
         for j in mean_rate:
             k = live[j].index
             if math.isnan(res.start[k]):

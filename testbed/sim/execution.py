@@ -20,7 +20,7 @@ Assumptions (documented in docs/simulator.md, issue 2 "Execution model"):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 def gang_rates(
@@ -34,7 +34,15 @@ def gang_rates(
     """
     rates: dict[int, float] = {}
     share_factor = 1.0 - interference
-    for jobs in node_jobs:
+    # Nodes with the same runnable jobs give the same rates: visit each
+    # distinct tuple once, in order of first appearance (so ``rates`` keeps the
+    # order in which jobs first appear in ``node_jobs``).
+    distinct: Iterable[Sequence[int]]
+    try:
+        distinct = dict.fromkeys(node_jobs)
+    except TypeError:  # unhashable (lists): no shortcut
+        distinct = node_jobs
+    for jobs in distinct:
         if not jobs:
             continue
         if len(jobs) == 1:
