@@ -15,7 +15,6 @@ import secrets
 import selectors
 import signal
 import socket
-import sys
 import threading
 import time
 from collections import deque
@@ -29,6 +28,7 @@ from agent.cgroups import DEFAULT_WEIGHT, CgroupDriver, CgroupError, FreezeError
 from agent.failsafe import FailSafe, Transition
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
 from agent.metrics import AgentMetrics, Snapshot
+from agent.realtime import set_realtime
 
 log = logging.getLogger("agent")
 
@@ -137,18 +137,7 @@ class Agent:
         self._go_realtime()
 
     def _go_realtime(self) -> None:
-        prio = self.cfg.fifo_priority
-        if prio <= 0:
-            return
-        try:
-            # RESET_ON_FORK: children (job launch gates) start as SCHED_OTHER.
-            os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(prio))
-            # A GIL held by the scrape thread would delay us by the switch
-            # interval (5 ms by default); keep that hand-off short.
-            sys.setswitchinterval(0.0005)
-            log.info("running at SCHED_FIFO priority %d", prio)
-        except (OSError, AttributeError) as e:
-            log.warning("cannot use SCHED_FIFO (%s): thaws may complete late under load", e)
+        set_realtime(self.cfg.fifo_priority, "thaws may complete late under load")
 
     def run(self) -> None:
         """start + loop + shutdown, with SIGCHLD waking the loop (main thread only)."""

@@ -23,11 +23,11 @@ import logging
 import os
 import selectors
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.realtime import set_realtime
 from controller import checkpoint as ckpt
 from controller.api import Caller, Context, handle
 from controller.metrics import ControllerMetrics
@@ -104,15 +104,7 @@ def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[No
 
 
 def _set_realtime(prio: int) -> None:
-    if prio <= 0:
-        return
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(prio))
-        # The metrics thread must hand the GIL back quickly.
-        sys.setswitchinterval(0.0005)
-        log.info("running at SCHED_FIFO priority %d", prio)
-    except (OSError, AttributeError) as e:
-        log.warning("cannot use SCHED_FIFO (%s): quantum boundaries may slip under load", e)
+    set_realtime(prio, "quantum boundaries may slip under load")
 
 
 class Daemon:
