@@ -363,29 +363,10 @@ class StrictGang(MatrixGang):
         )
 
 
-class GangGreedy(StrictGang):
-    """Gang scheduling with greedy admission (seed 001 §3.2.1), 3 rows by default."""
+class _BoundedGang(StrictGang):
+    """Strict gang over a bounded matrix (3 rows by default) with a fixed admission rule."""
 
-    name = "gang-greedy"
-    PARAMS: tuple[ParamSpec, ...] = (*_common_params(3), _ALTERNATE)
-
-    def __init__(
-        self,
-        nodes: int,
-        *,
-        max_slots: int | None = 3,
-        placement: str = FIRST_FIT,
-        alternate: bool = True,
-    ) -> None:
-        super().__init__(
-            nodes, max_slots=max_slots, placement=placement, admission=GREEDY, alternate=alternate
-        )
-
-
-class GangBackfill(StrictGang):
-    """Gang scheduling with backfilling admission (seed 001 §3.2.2), 3 rows by default."""
-
-    name = "gang-backfill"
+    ADMISSION: str = FCFS
     PARAMS: tuple[ParamSpec, ...] = (*_common_params(3), _ALTERNATE)
 
     def __init__(
@@ -400,6 +381,20 @@ class GangBackfill(StrictGang):
             nodes,
             max_slots=max_slots,
             placement=placement,
-            admission=BACKFILL,
+            admission=self.ADMISSION,
             alternate=alternate,
         )
+
+
+class GangGreedy(_BoundedGang):
+    """Gang scheduling with greedy admission (seed 001 §3.2.1), 3 rows by default."""
+
+    name = "gang-greedy"
+    ADMISSION = GREEDY
+
+
+class GangBackfill(_BoundedGang):
+    """Gang scheduling with backfilling admission (seed 001 §3.2.2), 3 rows by default."""
+
+    name = "gang-backfill"
+    ADMISSION = BACKFILL
