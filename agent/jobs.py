@@ -23,7 +23,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.cgroups.base import DEFAULT_WEIGHT, CgroupDriver, CgroupError
+from common.cgroups import DEFAULT_WEIGHT, CgroupError
+from common.cgroups import Cgroups as CgroupDriver
 
 log = logging.getLogger("agent.jobs")
 

@@ -1,30 +1,38 @@
-"""cgroup backends behind one interface (see base.CgroupDriver)."""
+"""Transitional: the agent's cgroup names, now served by the one layer in common/cgroups."""
 
-from agent.cgroups.base import (
+from common.cgroups import (
     DEFAULT_WEIGHT,
     Capabilities,
-    CgroupDriver,
     CgroupError,
+    Cgroups,
     FreezeError,
     ThawError,
+    V1Driver,
+    V2Driver,
+    open_cgroups,
     shares_to_weight,
     weight_to_shares,
 )
-from agent.cgroups.detect import detect, make_driver
-from agent.cgroups.v1 import V1Driver
-from agent.cgroups.v2 import V2Driver
+
+CgroupDriver = Cgroups
+
+
+def make_driver(backend: str | None = None, root: str | None = None, **kw: float) -> Cgroups:
+    return open_cgroups(backend or "auto", root=root, **kw)  # type: ignore[arg-type]
+
 
 __all__ = [
     "DEFAULT_WEIGHT",
     "Capabilities",
     "CgroupDriver",
     "CgroupError",
+    "Cgroups",
     "FreezeError",
     "ThawError",
     "V1Driver",
     "V2Driver",
-    "detect",
     "make_driver",
+    "open_cgroups",
     "shares_to_weight",
     "weight_to_shares",
 ]

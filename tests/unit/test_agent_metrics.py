@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from agent.cgroups import V1Driver
-from agent.cgroups.fake import fake_v1
+from common.cgroups.fake import fake_v1
 from agent.daemon import Agent, AgentConfig
 from agent.jobs import Job
 
