@@ -233,6 +233,42 @@ class Cgroups:
             if h.version == 2 and want:
                 self._enable(d, want, is_root=False)
 
+    def check_enable(self, parent: str, enable: Iterable[str]) -> None:
+        """What :meth:`ensure_parent` would refuse, found without writing anything.
+
+        Walks the existing groups from the cgroup2 root to ``parent``: each
+        must offer the controllers (in ``cgroup.controllers``), and a group
+        that must pass them on may hold processes only if it is the root or
+        the delegated base (whose processes :func:`prepare_base` moves).
+        """
+        want = [r for r in enable if self.layout.version(r) == 2]
+        h = self.layout.controllers.get(want[0]) if want else None
+        if h is None:
+            return
+        d = h.mount
+        comps = check_rel(parent).split("/")
+        for i in range(len(comps) + 1):
+            if i > 0:
+                d = f"{d}/{comps[i - 1]}"
+            if not self.fs.exists(d):
+                return  # made by us: it inherits what its parent enables
+            try:
+                offered = self.fs.read(d + "/cgroup.controllers").split()
+                enabled = self.fs.read(d + "/cgroup.subtree_control").split()
+            except OSError:
+                return
+            for c in want:
+                if c not in offered:
+                    raise self._not_offered(c, d)
+            rel = "/".join(comps[:i])
+            if i > 0 and rel != self.layout.base and any(c not in enabled for c in want):
+                if self.pids(rel, h):
+                    raise CgroupSetupError(
+                        f"cannot enable {' '.join(want)} below {d}: the group holds processes "
+                        "(cgroup v2 allows controllers only above leaves)",
+                        fix=f"move the processes of {d}/cgroup.procs into a child group",
+                    )
+
     def _enable(self, d: str, controllers: list[str], *, is_root: bool) -> None:
         try:
             have = set(self.fs.read(d + "/cgroup.subtree_control").split())

@@ -322,11 +322,10 @@ class FakeCgroupFS(CgroupFS):
         return False
 
     def kill(self, pid: int, sig: int) -> None:
-        """os.kill stand-in: a frozen task does not die until thawed."""
-        if self.frozen(pid):
-            return
-        self.exit_pid(pid)
+        """os.kill stand-in: the signal is recorded; a frozen task does not die until thawed."""
         self.killed.append(pid)
+        if not self.frozen(pid):
+            self.exit_pid(pid)
 
     def exit_pid(self, pid: int) -> None:
         """Pretend a process exited: it leaves every group."""
@@ -334,6 +333,28 @@ class FakeCgroupFS(CgroupFS):
             pids = procs.read_text().split()
             if str(pid) in pids:
                 self._put(procs, "".join(p + "\n" for p in pids if p != str(pid)))
+
+    # ---- addressing by (hierarchy, group): "freezer", "cpu", ..., "unified", "" (v2) ----
+    def has(self, hierarchy: str, rel: str) -> bool:
+        return self._dir(hierarchy, rel).is_dir()
+
+    def make(self, hierarchy: str, rel: str) -> None:
+        """mkdir -p through the fake kernel."""
+        d = self._dir(hierarchy, "")
+        for comp in rel.split("/"):
+            d = d / comp
+            if not d.exists():
+                self.mkdir(d)
+
+    def knob(self, hierarchy: str, rel: str, name: str) -> str:
+        return self.read(self._dir(hierarchy, rel) / name).strip()
+
+    def set_knob(self, hierarchy: str, rel: str, name: str, value: str) -> None:
+        self.write(self._dir(hierarchy, rel) / name, value)
+
+    def procs(self, hierarchy: str, rel: str) -> list[int]:
+        f = self._dir(hierarchy, rel) / "cgroup.procs"
+        return [int(p) for p in f.read_text().split()] if f.exists() else []
 
     def set_usage(self, rel: str, ns: int) -> None:
         """Pretend the group has used ns of CPU time."""

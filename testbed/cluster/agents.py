@@ -1,7 +1,8 @@
 """Starting, checking and stopping the per-node agents.
 
 An agent runs inside its node's network namespace and inside the node's
-cgroups (``cosched/<node>`` in every hierarchy), entered between fork and exec,
+cgroups (the leaf ``cosched/<node>/agent`` in every hierarchy: cgroup v2 puts
+processes only in leaves), entered between fork and exec,
 so the agent and everything it launches start confined to the node. PIDs are
 recorded with their start time; we only ever signal a PID whose start time
 still matches (PID reuse would otherwise make us kill a stranger).
@@ -37,6 +38,7 @@ def agent_command(
     python: str = sys.executable,
     listen_port: int = AGENT_PORT,
     metrics_port: int = METRICS_PORT,
+    cgroup_version: str = "auto",
 ) -> list[str]:
     """The command line that starts one node's agent. The single place to adjust flags."""
     return [
@@ -53,6 +55,8 @@ def agent_command(
         key_file,
         "--cgroup-parent",
         cgroup_parent,
+        "--backend",
+        cgroup_version,
     ]
 
 

@@ -8,8 +8,9 @@ Two passes:
 2. A scan that does not need the state file: ``cosched-`` network namespaces,
    root-namespace links named ``csd-``/``csc-``/``csp-``, and the node
    cgroups ``cosched/n<i>`` (with everything below) in every mounted
-   hierarchy; the ``cosched`` root itself is removed when nothing else is
-   left in it. Other children of ``cosched/`` (an agent started by hand, the
+   hierarchy, v1 and cgroup2 alike, at the root or below a (systemd-delegated)
+   unit up to a few levels down; the ``cosched`` root itself is removed when
+   nothing else is left in it. Other children of ``cosched/`` (an agent started by hand, the
    agent's own integration tests) are not the cluster's and are left alone.
    Processes found *inside* node cgroups are killed (membership is the proof
    of ownership); nothing is ever matched by process name. Processes still
@@ -21,16 +22,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from common.cgroups import CgroupError, Cgroups
+
 from . import state as state_mod
-from .cgroups import remove_if_empty, remove_tree, thaw_subtree
 from .cluster import Env, teardown
 from .names import CGROUP_ROOT, is_node_cgroup, is_our_link, is_our_netns
 from .netns import netns_inode
 
-# Hierarchies to scan; "unified" is the cgroup2 mount on hybrid hosts. The
-# freezing ones come first: a frozen task ignores SIGKILL until thawed, so
-# emptying cpu/ before freezer/ would wait on tasks that cannot die.
-HIERARCHIES = ("freezer", "unified", "cpu", "cpuacct", "cpuset")
+# How deep below a hierarchy root a ``cosched`` group may sit: the root itself,
+# or a delegated unit such as system.slice/cosched.service (with its supervisor leaf).
+SCAN_DEPTH = 3
 
 
 @dataclass
@@ -73,10 +74,57 @@ def processes_in_netns(names: list[str], proc: str = "/proc") -> list[str]:
     return found
 
 
-def _node_children(env: Env, hierarchy: str) -> list[str]:
-    if not env.cg.exists(hierarchy, CGROUP_ROOT):
-        return []
-    return [c for c in env.cg.children(hierarchy, CGROUP_ROOT) if is_node_cgroup(c)]
+def scan_drivers(env: Env) -> list[Cgroups]:
+    """The layer as the host has it, plus cgroup2 on its own on a hybrid host.
+
+    A cluster made with ``--cgroup v2`` on a hybrid host lives in the cgroup2
+    tree, which the default (v1) layout does not look at.
+    """
+    out: list[Cgroups] = []
+    for prefer in ("auto", "v2"):
+        try:
+            cg = env.cgroups(prefer)
+        except CgroupError:
+            continue
+        if all(cg.layout.mounts() != o.layout.mounts() for o in out):
+            out.append(cg)
+    return out
+
+
+def cosched_roots(cg: Cgroups) -> list[str]:
+    """Every group named ``cosched`` up to SCAN_DEPTH below a hierarchy root."""
+    found: list[str] = []
+    for h in cg.layout.mounts():
+        level = [""]
+        for _ in range(SCAN_DEPTH + 1):
+            nxt: list[str] = []
+            for rel in level:
+                d = f"{h.mount}/{rel}" if rel else h.mount
+                try:
+                    names = cg.fs.listdir(d)
+                except OSError:
+                    continue
+                for name in names:
+                    path = f"{rel}/{name}" if rel else name
+                    if name == CGROUP_ROOT:
+                        if path not in found:
+                            found.append(path)
+                    else:
+                        nxt.append(path)
+            level = nxt
+    return found
+
+
+def node_groups(env: Env) -> list[str]:
+    """``<root>/n<i>`` groups found in any hierarchy, for ``up``'s already-up check."""
+    out: list[str] = []
+    for cg in scan_drivers(env):
+        for root in cosched_roots(cg):
+            for h in cg.layout.mounts():
+                for c in cg.children(root, h):
+                    if is_node_cgroup(c) and f"{root}/{c}" not in out:
+                        out.append(f"{root}/{c}")
+    return out
 
 
 def clean(env: Env | None = None) -> CleanReport:
@@ -87,26 +135,29 @@ def clean(env: Env | None = None) -> CleanReport:
         rep.from_state = True
         rep.problems += teardown(st, env)
 
-    for h in ("freezer", "unified"):
-        for child in _node_children(env, h):
-            thaw_subtree(env.cg, h, f"{CGROUP_ROOT}/{child}")
-    for h in HIERARCHIES:
-        if not env.cg.exists(h, CGROUP_ROOT):
-            continue
-        for child in env.cg.children(h, CGROUP_ROOT):
-            if not is_node_cgroup(child):
-                continue
-            path = f"{CGROUP_ROOT}/{child}"
+    for cg in scan_drivers(env):
+        roots = cosched_roots(cg)
+        nodes = [
+            f"{root}/{c}"
+            for root in roots
+            for c in sorted({c for h in cg.layout.mounts() for c in cg.children(root, h)})
+            if is_node_cgroup(c)
+        ]
+        # Thaw every node before the first kill: a frozen task cannot die.
+        for path in nodes:
+            cg.thaw_subtree(path)
+        for path in nodes:
             try:
-                rep.killed += remove_tree(env.cg, h, path, env.kill)
-                rep.removed.append(f"cgroup {h}:/{path}")
+                rep.killed += cg.remove_tree(path, env.kill)
+                rep.removed.append(f"cgroup /{path} ({cg.layout.mode})")
             except OSError as err:
-                rep.problems.append(f"cgroup {h}:/{path}: {err}")
-        if remove_if_empty(env.cg, h, CGROUP_ROOT):
-            rep.removed.append(f"cgroup {h}:/{CGROUP_ROOT}")
-        else:
-            others = env.cg.children(h, CGROUP_ROOT)
-            rep.lingering.append(f"cgroup {h}:/{CGROUP_ROOT} kept: holds non-node cgroups {others}")
+                rep.problems.append(f"cgroup /{path}: {err}")
+        for root in roots:
+            if cg.remove_if_empty(root):
+                rep.removed.append(f"cgroup /{root}")
+            else:
+                others = sorted({c for h in cg.layout.mounts() for c in cg.children(root, h)})
+                rep.lingering.append(f"cgroup /{root} kept: holds non-node cgroups {others}")
 
     try:
         for link in env.net.list_links(None):

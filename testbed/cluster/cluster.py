@@ -23,10 +23,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.cgroups import (
+    CgroupError,
+    CgroupFS,
+    Cgroups,
+    Layout,
+    base_join,
+    detect_layout,
+    prepare_base,
+    resolve_base,
+)
+
 from . import agents as agent_mod
 from . import cpu as cpu_mod
 from . import state as state_mod
-from .cgroups import CgroupFS, V1CgroupFS, remove_if_empty, remove_tree, thaw_subtree
 from .errors import ClusterError
 from .links import NetBackend, Pyroute2Backend
 from .names import (
@@ -42,7 +52,6 @@ from .names import (
     AddressPlan,
     ctl_port,
     data_port,
-    is_node_cgroup,
     is_our_netns,
     node_cgroup,
     node_name,
@@ -63,6 +72,11 @@ from .shaping import (
 from .state import AgentRecord, ClusterState
 
 REQUIRED_FEATURES = ("netns", "veth", "bridge", "htb")
+AGENT_LEAF = "agent"
+
+
+def _detect(prefer: str, fs: CgroupFS) -> Layout:
+    return resolve_base(detect_layout(prefer, fs=fs), fs)
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,7 @@ class ClusterConfig:
     cpus_per_node: float | None = None
     cpu_mechanism: str = "auto"  # auto | cpuset | shared | cfs (testbed/cluster/cpu.py)
     cfs_period_us: int = cpu_mod.CFS_PERIOD_US
+    cgroup: str = "auto"  # auto | v1 | v2: which cgroup hierarchies (common/cgroups/layout.py)
     addresses: AddressPlan = field(default_factory=AddressPlan.build)
     start_agents: bool = True
     python: str = sys.executable
@@ -86,7 +101,8 @@ class NodePlan:
     ctl_ip: str
     data_port: str
     ctl_port: str
-    cgroup: str
+    cgroup: str  # the node's group, below the layout's base
+    agent_cgroup: str  # the agent's leaf inside it (cgroup v2: no processes in inner groups)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -102,7 +118,7 @@ class ClusterPlan:
     cpu: cpu_mod.CpuPlan
 
 
-def build_plan(config: ClusterConfig, cores: list[int]) -> ClusterPlan:
+def build_plan(config: ClusterConfig, cores: list[int], cgroup_base: str = "") -> ClusterPlan:
     """Everything ``up`` will create, computed without touching the kernel.
 
     Raises ValueError for impossible requests, before anything exists.
@@ -128,7 +144,8 @@ def build_plan(config: ClusterConfig, cores: list[int]) -> ClusterPlan:
                 ctl_ip=str(addrs.ctl_ip(i)),
                 data_port=data_port(name),
                 ctl_port=ctl_port(name),
-                cgroup=node_cgroup(name),
+                cgroup=base_join(cgroup_base, node_cgroup(name)),
+                agent_cgroup=base_join(cgroup_base, node_cgroup(name), AGENT_LEAF),
             )
         )
     return ClusterPlan(
@@ -146,7 +163,9 @@ class Env:
     """Everything with side effects, injectable so unit tests run without root."""
 
     net: NetBackend = field(default_factory=Pyroute2Backend)
-    cg: CgroupFS = field(default_factory=V1CgroupFS)
+    cg_fs: CgroupFS = field(default_factory=CgroupFS)
+    # prefer ("auto" | "v1" | "v2") -> the host's layout, base included
+    detect_cgroups: Callable[[str, CgroupFS], Layout] = _detect
     is_root: Callable[[], bool] = lambda: os.geteuid() == 0
     cores: Callable[[], list[int]] = lambda: sorted(os.sched_getaffinity(0))
     agent_available: Callable[[], bool] = agent_mod.agent_available
@@ -160,16 +179,24 @@ class Env:
     def sdir(self) -> str:
         return self.state_dir or state_mod.state_dir()
 
+    def cgroups(self, prefer: str = "auto", layout: Layout | None = None) -> Cgroups:
+        """The cgroup layer, on the recorded ``layout`` or on what the host has now."""
+        return Cgroups(layout or self.detect_cgroups(prefer, self.cg_fs), fs=self.cg_fs)
+
 
 # --------------------------------------------------------------------------- up
 
 
-def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, bool]]:
+def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, bool], Cgroups]:
     """All checks that can refuse ``up`` before anything is created."""
     if not env.is_root():
         raise ClusterError("cosched cluster up needs root (network namespaces, tc, cgroups)")
     try:
-        plan = build_plan(config, env.cores())
+        cg = env.cgroups(config.cgroup)
+    except CgroupError as err:
+        raise ClusterError(str(err)) from err
+    try:
+        plan = build_plan(config, env.cores(), cg.layout.base)
     except ValueError as err:
         raise ClusterError(str(err)) from err
     existing = describe_existing(env)
@@ -179,10 +206,12 @@ def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, b
             + ", ".join(existing)
             + "); run `cosched cluster down`, or `cosched clean` after a crash"
         )
-    needed = cpu_mod.controllers_for(plan.cpu)
-    missing_cg = [c for c in needed if not env.cg.has_controller(c)]
-    if missing_cg:
-        raise ClusterError(f"cgroup v1 controllers not mounted: {', '.join(missing_cg)}")
+    for resource in cg.missing(cpu_mod.required_for(plan.cpu)):
+        raise ClusterError(str(cg.explain_missing(resource)))
+    try:
+        cg.check_enable(_root_cgroup(cg), cpu_mod.controllers_for(plan.cpu))
+    except CgroupError as err:
+        raise ClusterError(str(err)) from err
     if config.start_agents and not env.agent_available():
         raise ClusterError(
             "the agent package cannot be started (`python -m agent` missing); "
@@ -192,29 +221,30 @@ def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, b
     missing = [f for f in REQUIRED_FEATURES if not features.get(f)]
     if missing:
         raise ClusterError(f"kernel lacks needed network features: {', '.join(missing)}")
-    return plan, features
+    return plan, features, cg
+
+
+def _root_cgroup(cg: Cgroups) -> str:
+    """``cosched`` below the layout's base (the root, or a systemd-delegated unit)."""
+    return base_join(cg.layout.base, CGROUP_ROOT)
 
 
 def describe_existing(env: Env) -> list[str]:
     """Traces of a cluster that is (or was) up: state file, namespaces, cgroups."""
+    from .clean import node_groups  # clean imports this module
+
     found = []
     if os.path.exists(state_mod.state_path(env.sdir())):
         found.append(state_mod.state_path(env.sdir()))
     found += [n for n in env.net.list_netns() if is_our_netns(n)]
-    for ctrl in ("cpu", "cpuacct", "freezer", "cpuset"):
-        if env.cg.has_controller(ctrl) and env.cg.exists(ctrl, CGROUP_ROOT):
-            found += [
-                f"cgroup {ctrl}:/{CGROUP_ROOT}/{c}"
-                for c in env.cg.children(ctrl, CGROUP_ROOT)
-                if is_node_cgroup(c)
-            ]
+    found += [f"cgroup {g}" for g in node_groups(env)]
     return found
 
 
 def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
     """Create the cluster. On any failure, remove what was made and raise ClusterError."""
     env = env or Env()
-    plan, features = preflight(config, env)
+    plan, features, cg = preflight(config, env)
     st = ClusterState(
         nodes=[n.to_dict() for n in plan.nodes],
         addresses=plan.addresses.to_dict(),
@@ -224,9 +254,10 @@ def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
         delay_mechanism=delay_mechanism(features.get("netem", False)),
         cpu=plan.cpu.to_dict(),
         features=features,
+        cgroup_layout=cg.layout.to_dict(),
     )
     try:
-        _create(plan, config, st, env)
+        _create(plan, config, st, env, cg)
     except BaseException as err:
         problems = teardown(st, env)
         extra = f" (cleanup problems: {'; '.join(problems)})" if problems else ""
@@ -238,8 +269,10 @@ def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
     return st
 
 
-def _create(plan: ClusterPlan, config: ClusterConfig, st: ClusterState, env: Env) -> None:
-    net, cg, sdir = env.net, env.cg, env.sdir()
+def _create(
+    plan: ClusterPlan, config: ClusterConfig, st: ClusterState, env: Env, cg: Cgroups
+) -> None:
+    net, sdir = env.net, env.sdir()
 
     def record_netns(name: str) -> None:
         st.netns.append(name)
@@ -283,22 +316,27 @@ def _create(plan: ClusterPlan, config: ClusterConfig, st: ClusterState, env: Env
             if problems:
                 raise RuntimeError(f"shaping on {ns}/{ifname} not as asked: {problems}")
 
-    controllers = cpu_mod.controllers_for(plan.cpu)
-    for ctrl in controllers:
-        st.cgroups.append([ctrl, CGROUP_ROOT])
-        state_mod.save(st, sdir)
-        cg.mkdir(ctrl, CGROUP_ROOT)
-        if ctrl == "cpuset":
-            cpu_mod.prepare_cpuset_root(cg)
-        for n in plan.nodes:
-            st.cgroups.append([ctrl, n.cgroup])
-            cg.mkdir(ctrl, n.cgroup)
+    # cgroups: <base>/cosched, one group per node with the agent in a leaf of its
+    # own (cgroup v2 enables controllers only above leaves), and the node's
+    # capacity written on the node group.
+    enable = cpu_mod.controllers_for(plan.cpu)
+    root = _root_cgroup(cg)
+    prepare_base(cg)
+    st.cgroups.append(root)
     state_mod.save(st, sdir)
+    cg.ensure_parent(root, enable)
+    for n in plan.nodes:
+        st.cgroups.append(n.cgroup)
+        state_mod.save(st, sdir)
+        # cpu for the weights of the jobs the agent makes below the node.
+        cg.ensure_parent(n.cgroup, ("cpu",) if "cpuset" not in enable else ("cpu", "cpuset"))
+        cg.create(n.agent_cgroup)
     for n in plan.nodes:
         cpu_mod.apply_node(cg, plan.cpu, n.index, n.cgroup)
     try:
-        st.cpu["rt_runtime_us_per_node"] = cpu_mod.grant_rt_runtime(
-            cg, [n.name for n in plan.nodes]
+        rt = cpu_mod.grant_rt_runtime(cg, root, [[n.cgroup, n.agent_cgroup] for n in plan.nodes])
+        st.cpu["rt_runtime_us_per_node"] = (
+            rt if rt is not None else "none (no per-group RT budget; agents try SCHED_FIFO)"
         )
     except OSError as err:
         # Not fatal: agents then run SCHED_OTHER (they warn about it).
@@ -310,8 +348,15 @@ def _create(plan: ClusterPlan, config: ClusterConfig, st: ClusterState, env: Env
 
     if config.start_agents:
         for n in plan.nodes:
-            cmd = env.agent_command(n.name, n.ctl_ip, st.key_file, n.cgroup, python=config.python)
-            procs = [cg.procs_file(ctrl, n.cgroup) for ctrl in controllers]
+            cmd = env.agent_command(
+                n.name,
+                n.ctl_ip,
+                st.key_file,
+                n.cgroup,
+                python=config.python,
+                cgroup_version="v2" if cg.layout.mode == "v2" else "auto",
+            )
+            procs = cg.procs_files(n.agent_cgroup)
             log = os.path.join(sdir, f"agent-{n.name}.log")
             rec = env.start_agent(n.name, n.netns, cmd, procs, log)
             st.agents.append(rec)
@@ -341,15 +386,19 @@ def teardown(st: ClusterState, env: Env) -> list[str]:
     # Deepest cgroups first; remove_tree also takes anything the agent made below
     # a node. The shared ``cosched`` root goes only if nothing else lives in it.
     # Thaw first, in every node: a frozen task cannot die, and the cpu/cpuacct
-    # passes below would wait on tasks frozen via the freezer hierarchy.
-    for ctrl, path in st.cgroups:
-        if ctrl == "freezer" and path != CGROUP_ROOT:
-            attempt(f"thaw {path}", thaw_subtree, env.cg, ctrl, path)
-    for ctrl, path in sorted(st.cgroups, key=lambda cp: cp[1].count("/"), reverse=True):
-        if path == CGROUP_ROOT:
-            attempt(f"cgroup {ctrl}:/{path}", remove_if_empty, env.cg, ctrl, path)
+    # passes would wait on tasks frozen through the freezer.
+    if st.cgroups:
+        try:
+            cg = env.cgroups(layout=Layout.from_dict(st.cgroup_layout))
+        except (KeyError, TypeError, ValueError) as err:
+            problems.append(f"cgroups: the state's layout is unreadable ({err}); run cosched clean")
         else:
-            attempt(f"cgroup {ctrl}:/{path}", remove_tree, env.cg, ctrl, path, env.kill)
+            root = st.cgroups[0]
+            for path in st.cgroups[1:]:
+                attempt(f"thaw {path}", cg.thaw_subtree, path)
+            for path in sorted(st.cgroups[1:], key=lambda p: p.count("/"), reverse=True):
+                attempt(f"cgroup /{path}", cg.remove_tree, path, env.kill)
+            attempt(f"cgroup /{root}", cg.remove_if_empty, root)
 
     for link in reversed(st.root_links):
         attempt(f"link {link}", env.net.delete_link, None, link)
@@ -390,6 +439,7 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         return None
     present = set(env.net.list_netns())
     cpu_plan = cpu_mod.CpuPlan.from_dict(st.cpu) if st.cpu else None
+    cg = env.cgroups(layout=Layout.from_dict(st.cgroup_layout)) if st.cgroup_layout else None
     agents = {a.node: a for a in st.agents}
     nodes = []
     for n in st.nodes:
@@ -402,8 +452,8 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         }
         entry["tc_node"] = _tc(env, n["netns"], NODE_DATA_IF, present)
         entry["tc_bridge"] = _tc(env, DATA_NETNS, n["data_port"], present)
-        if cpu_plan is not None:
-            entry["cpu"] = cpu_mod.read_back(env.cg, cpu_plan, n["cgroup"])
+        if cpu_plan is not None and cg is not None:
+            entry["cpu"] = cpu_mod.read_back(cg, cpu_plan, n["cgroup"])
         rec = agents.get(n["name"])
         if rec is None:
             entry["agent"] = "not started"
@@ -423,6 +473,8 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         "cpu_mechanism": st.cpu.get("mechanism", "none"),
         "cpus_per_node": st.cpu.get("cpus_per_node"),
         "rt_runtime_us_per_node": st.cpu.get("rt_runtime_us_per_node"),
+        "cgroups": cg.layout.describe() if cg is not None else "unknown",
+        "weights_enforced": cg.capabilities.weights_enforced if cg is not None else None,
         "host_ctl_ip": st.addresses.get("host_ctl_ip"),
         "addresses": st.addresses,
         "key_file": st.key_file,
@@ -455,6 +507,8 @@ def format_status(report: dict[str, Any]) -> str:
         f"cpu capacity: {report['cpu_mechanism']}"
         + (f" ({report['cpus_per_node']:g} CPUs/node)" if report["cpus_per_node"] else "")
         + f"; real-time budget per node: {report.get('rt_runtime_us_per_node')} us/s",
+        f"cgroups: {report.get('cgroups')}"
+        + ("" if report.get("weights_enforced") is not False else " (job weights NOT enforced)"),
         f"controller (host) address: {report['host_ctl_ip']} on {HOST_CTL_IF}",
         f"shared key: {report['key_file']}",
         "nodes:",

@@ -21,7 +21,9 @@ CPU-bound neighbour on the node has used the quota — which is exactly the
 situation paired gang scheduling creates. Measured on the paired-vs-gang
 experiment: see docs/cluster.md.
 
-Planning is pure; :func:`apply_node` does the writes through a CgroupFS.
+Planning is pure; :func:`apply_node` does the writes through the one cgroup
+layer (common/cgroups), which maps them onto v1 files (cpuset.cpus,
+cpu.cfs_quota_us) or v2 files (cpuset.cpus, cpu.max) as the host has them.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .cgroups import CgroupFS
-from .names import CGROUP_ROOT
+from common.cgroups import Cgroups
+from common.cpus import format_cpu_list
 
 CpuMechanism = Literal["none", "cpuset", "shared", "cfs"]
 MECHANISMS = ("auto", "cpuset", "shared", "cfs")
@@ -80,22 +82,7 @@ class CpuPlan:
 
 def cpu_list(cpus: list[int]) -> str:
     """Format CPU numbers the way cpuset.cpus wants them: ``[0,1,2,5] -> "0-2,5"``."""
-    parts: list[str] = []
-    run: list[int] = []
-    for c in sorted(cpus):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            parts.append(_fmt_run(run))
-        run = [c]
-    if run:
-        parts.append(_fmt_run(run))
-    return ",".join(parts)
-
-
-def _fmt_run(run: list[int]) -> str:
-    return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+    return format_cpu_list(cpus)
 
 
 def plan_cpu(
@@ -158,69 +145,64 @@ def plan_cpu(
 
 
 def controllers_for(plan: CpuPlan) -> tuple[str, ...]:
-    base = ("cpu", "cpuacct", "freezer")
-    return (*base, "cpuset") if plan.mechanism in ("cpuset", "shared") else base
+    """The cgroup resources a plan needs besides the freezer and accounting."""
+    if plan.mechanism in ("cpuset", "shared"):
+        return ("cpu", "cpuset")
+    return ("cpu",)
 
 
-def prepare_cpuset_root(fs: CgroupFS) -> None:
-    """cpuset children need cpus and mems set before tasks can join; copy from the root."""
-    fs.mkdir("cpuset", CGROUP_ROOT)
-    for knob in ("cpuset.cpus", "cpuset.mems"):
-        fs.write("cpuset", CGROUP_ROOT, knob, fs.read("cpuset", "", knob))
+def required_for(plan: CpuPlan) -> tuple[str, ...]:
+    """Resources without which ``up`` must refuse (cpu only weights jobs otherwise)."""
+    need = ["freezer", "cpuacct"]
+    if plan.mechanism == "cfs":
+        need.append("cpu")
+    if plan.mechanism in ("cpuset", "shared"):
+        need.append("cpuset")
+    return tuple(need)
 
 
-def apply_node(fs: CgroupFS, plan: CpuPlan, index: int, cgroup: str) -> None:
+def apply_node(cg: Cgroups, plan: CpuPlan, index: int, cgroup: str) -> None:
     """Write node ``index``'s limits into its (already created) cgroups."""
     n = plan.per_node[index]
     if plan.mechanism in ("cpuset", "shared"):
         assert n.cpus is not None
-        fs.write("cpuset", cgroup, "cpuset.mems", fs.read("cpuset", CGROUP_ROOT, "cpuset.mems"))
-        fs.write("cpuset", cgroup, "cpuset.cpus", n.cpus)
+        cg.set_cpus(cgroup, n.cpus)
     elif plan.mechanism == "cfs":
         assert n.quota_us is not None and n.period_us is not None
-        # Period first: a quota larger than the old period is fine, but keep
-        # the pair consistent at every step.
-        fs.write("cpu", cgroup, "cpu.cfs_period_us", str(n.period_us))
-        fs.write("cpu", cgroup, "cpu.cfs_quota_us", str(n.quota_us))
+        cg.set_cpu_max(cgroup, n.quota_us, n.period_us)
 
 
-def read_back(fs: CgroupFS, plan: CpuPlan, cgroup: str) -> str:
+def read_back(cg: Cgroups, plan: CpuPlan, cgroup: str) -> str:
     """What the kernel says is in force, for ``status``."""
-    try:
-        if plan.mechanism in ("cpuset", "shared"):
-            return "cpuset.cpus=" + fs.read("cpuset", cgroup, "cpuset.cpus")
-        if plan.mechanism == "cfs":
-            q = fs.read("cpu", cgroup, "cpu.cfs_quota_us")
-            p = fs.read("cpu", cgroup, "cpu.cfs_period_us")
-            return f"cfs_quota_us={q} cfs_period_us={p}"
-        return "unlimited"
-    except OSError as err:
-        return f"unreadable ({err.strerror or err})"
+    return cg.describe_cpu(cgroup, plan.mechanism)
 
 
-# Share of the host's real-time budget handed to the whole cluster. With RT
+# Share of the host's real-time budget handed to the whole cluster. With v1 RT
 # group scheduling (cpu.rt_runtime_us present), a task in a cgroup whose
 # rt_runtime_us is 0 cannot become SCHED_FIFO; the agent runs at SCHED_FIFO to
 # keep freeze/thaw latency low (see platform notes), so each node needs a slice.
+# cgroup v2 has no per-group budget: there the agent gets SCHED_FIFO if the
+# kernel allows it anywhere, and says once that it runs without it otherwise.
 RT_CLUSTER_SHARE = 0.5
 
 
-def grant_rt_runtime(fs: CgroupFS, nodes: list[str]) -> int | None:
-    """Split part of the root RT budget across node cgroups; returns µs per node.
+def grant_rt_runtime(cg: Cgroups, root: str, groups: list[list[str]]) -> int | None:
+    """Split part of the root RT budget across nodes; returns µs per node.
 
-    Returns None when the kernel has no RT group scheduling (nothing to do).
-    Raises OSError if the kernel refuses (e.g. the budget is taken elsewhere).
+    ``groups`` holds, per node, the groups that need the node's budget (the
+    node and the agent's leaf inside it). Returns None when the kernel has no
+    RT group scheduling (nothing to do). Raises OSError if the kernel refuses.
     """
-    try:
-        root_rt = int(fs.read("cpu", "", "cpu.rt_runtime_us"))
-    except (OSError, ValueError):
+    root_rt = cg.rt_runtime()
+    if root_rt is None:
         return None
-    if root_rt <= 0 or not nodes:
+    if root_rt <= 0 or not groups:
         return 0
     total = int(root_rt * RT_CLUSTER_SHARE)
-    per_node = total // len(nodes)
+    per_node = total // len(groups)
     # Parent first: a child's budget must fit inside its parent's.
-    fs.write("cpu", CGROUP_ROOT, "cpu.rt_runtime_us", str(total))
-    for node in nodes:
-        fs.write("cpu", f"{CGROUP_ROOT}/{node}", "cpu.rt_runtime_us", str(per_node))
+    cg.set_rt_runtime(root, total)
+    for node_groups in groups:
+        for g in node_groups:
+            cg.set_rt_runtime(g, per_node)
     return per_node

@@ -63,7 +63,10 @@ class ClusterState:
     # The ledger proper: what exists because we made it, in creation order.
     netns: list[str] = field(default_factory=list)
     root_links: list[str] = field(default_factory=list)
-    cgroups: list[list[str]] = field(default_factory=list)  # [controller, path]
+    cgroups: list[str] = field(default_factory=list)  # group paths, in every hierarchy
+    # Where each cgroup resource lived at ``up`` (common.cgroups.Layout.to_dict()),
+    # so ``down`` acts on the same hierarchies even if detection would differ.
+    cgroup_layout: dict[str, Any] = field(default_factory=dict)
     agents: list[AgentRecord] = field(default_factory=list)
     key_file: str | None = None
 

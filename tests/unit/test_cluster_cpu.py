@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from common.cgroups import Cgroups
+from common.cgroups.fake import fake_v1
 from testbed.cluster import cpu
-from tests.unit.test_cluster_fakes import FakeCgroupFS
 
 
 def test_cpu_list() -> None:
@@ -20,7 +23,8 @@ def test_cpuset_when_whole_cores_fit() -> None:
     assert [n.cpus for n in plan.per_node] == ["0", "1"]
     plan = cpu.plan_cpu(2, 2, [0, 1, 2, 3])
     assert [n.cpus for n in plan.per_node] == ["0-1", "2-3"]
-    assert cpu.controllers_for(plan) == ("cpu", "cpuacct", "freezer", "cpuset")
+    assert cpu.controllers_for(plan) == ("cpu", "cpuset")
+    assert cpu.required_for(plan) == ("freezer", "cpuacct", "cpuset")
 
 
 def test_cfs_otherwise() -> None:
@@ -43,35 +47,42 @@ def test_impossible(f: float) -> None:
         cpu.plan_cpu(2, f, [0, 1])
 
 
-def test_apply_cfs_and_cpuset() -> None:
-    fs = FakeCgroupFS()
+def _cg(tmp_path: Path, **kw: bool) -> tuple[Cgroups, object]:
+    fs = fake_v1(tmp_path / "cg", **kw)
+    return Cgroups(fs.layout(), fs=fs), fs
+
+
+def test_apply_cfs_and_cpuset(tmp_path: Path) -> None:
+    cg, fs = _cg(tmp_path)
     plan = cpu.plan_cpu(2, 0.25, [0, 1])
-    fs.mkdir("cpu", "cosched/n0")
-    cpu.apply_node(fs, plan, 0, "cosched/n0")
-    assert fs.read("cpu", "cosched/n0", "cpu.cfs_quota_us") == "2500"
-    assert "cfs_quota_us=2500" in cpu.read_back(fs, plan, "cosched/n0")
+    cg.ensure_parent("cosched/n0", cpu.controllers_for(plan))
+    cpu.apply_node(cg, plan, 0, "cosched/n0")
+    assert fs.knob("cpu", "cosched/n0", "cpu.cfs_quota_us") == "2500"  # type: ignore[attr-defined]
+    assert "cfs_quota_us=2500" in cpu.read_back(cg, plan, "cosched/n0")
 
     plan = cpu.plan_cpu(2, 1, [0, 1])
-    cpu.prepare_cpuset_root(fs)
-    fs.mkdir("cpuset", "cosched/n1")
-    cpu.apply_node(fs, plan, 1, "cosched/n1")
-    assert fs.read("cpuset", "cosched/n1", "cpuset.cpus") == "1"
-    assert fs.read("cpuset", "cosched/n1", "cpuset.mems") == "0"
+    cg.ensure_parent("cosched/n1", cpu.controllers_for(plan))
+    cpu.apply_node(cg, plan, 1, "cosched/n1")
+    assert fs.knob("cpuset", "cosched/n1", "cpuset.cpus") == "1"  # type: ignore[attr-defined]
+    assert fs.knob("cpuset", "cosched/n1", "cpuset.mems") == "0"  # type: ignore[attr-defined]
     assert cpu.CpuPlan.from_dict(plan.to_dict()) == plan
 
 
-def test_grant_rt_runtime_splits_half_the_root_budget() -> None:
-    fs = FakeCgroupFS()
-    assert cpu.grant_rt_runtime(fs, ["n0"]) is None  # no RT group scheduling
-    fs.tree["cpu"][""]["knobs"]["cpu.rt_runtime_us"] = "950000"
+def test_grant_rt_runtime_splits_half_the_root_budget(tmp_path: Path) -> None:
+    cg, _ = _cg(tmp_path / "no-rt")
+    assert cpu.grant_rt_runtime(cg, "cosched", [["cosched/n0"]]) is None  # no RT group sched
+    cg, fs = _cg(tmp_path, rt=True)
     for n in ("n0", "n1"):
-        fs.mkdir("cpu", f"cosched/{n}")
-    assert cpu.grant_rt_runtime(fs, ["n0", "n1"]) == 237_500
-    assert fs.read("cpu", "cosched", "cpu.rt_runtime_us") == "475000"
-    assert fs.read("cpu", "cosched/n1", "cpu.rt_runtime_us") == "237500"
+        cg.ensure_parent(f"cosched/{n}")
+        cg.create(f"cosched/{n}/agent")
+    groups = [[f"cosched/{n}", f"cosched/{n}/agent"] for n in ("n0", "n1")]
+    assert cpu.grant_rt_runtime(cg, "cosched", groups) == 237_500
+    assert fs.knob("cpu", "cosched", "cpu.rt_runtime_us") == "475000"  # type: ignore[attr-defined]
+    assert fs.knob("cpu", "cosched/n1", "cpu.rt_runtime_us") == "237500"  # type: ignore[attr-defined]
+    assert fs.knob("cpu", "cosched/n1/agent", "cpu.rt_runtime_us") == "237500"  # type: ignore[attr-defined]
 
 
-def test_shared_packs_k_nodes_per_core_without_quota() -> None:
+def test_shared_packs_k_nodes_per_core_without_quota(tmp_path: Path) -> None:
     plan = cpu.plan_cpu(4, 0.5, [0, 1], "shared")
     assert plan.mechanism == "shared"
     assert [n.cpus for n in plan.per_node] == ["0", "0", "1", "1"]
@@ -80,11 +91,10 @@ def test_shared_packs_k_nodes_per_core_without_quota() -> None:
     assert plan.describe(2) == "cpuset cpus=1 shared by 2 nodes"
     plan = cpu.plan_cpu(3, 0.25, [0, 1], "shared")
     assert [n.cpus for n in plan.per_node] == ["0", "0", "0"]
-    fs = FakeCgroupFS()
-    cpu.prepare_cpuset_root(fs)
-    fs.mkdir("cpuset", "cosched/n0")
-    cpu.apply_node(fs, plan, 0, "cosched/n0")
-    assert fs.read("cpuset", "cosched/n0", "cpuset.cpus") == "0"
+    cg, fs = _cg(tmp_path)
+    cg.ensure_parent("cosched/n0", cpu.controllers_for(plan))
+    cpu.apply_node(cg, plan, 0, "cosched/n0")
+    assert fs.knob("cpuset", "cosched/n0", "cpuset.cpus") == "0"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,12 @@ themselves behave like the kernel in the ways the cluster code relies on.
 from __future__ import annotations
 
 import signal
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from common.cgroups.fake import fake_v1
 from testbed.cluster.shaping import HtbParams, NetemParams, handle_str
 
 HTB_CLASS = 0x10010
@@ -157,102 +159,6 @@ class FakeNet:
         }
 
 
-class FakeCgroupFS:
-    """cgroup hierarchies as {controller: {path: {"knobs": {}, "procs": [...]}}}.
-
-    Processes are plain ints; ``kill`` removes a PID from every cgroup unless
-    its freezer cgroup is frozen (as in the kernel: a frozen task cannot die).
-    """
-
-    ROOT_KNOBS: ClassVar[dict[str, dict[str, str]]] = {
-        "cpuset": {"cpuset.cpus": "0-1", "cpuset.mems": "0"}
-    }
-
-    def __init__(self, controllers: tuple[str, ...] = ("cpu", "cpuacct", "freezer", "cpuset")):
-        self.tree: dict[str, dict[str, dict[str, Any]]] = {
-            c: {"": {"knobs": dict(self.ROOT_KNOBS.get(c, {})), "procs": []}} for c in controllers
-        }
-        self.killed: list[int] = []
-
-    def has_controller(self, controller: str) -> bool:
-        return controller in self.tree
-
-    def exists(self, controller: str, path: str) -> bool:
-        return path in self.tree.get(controller, {})
-
-    def mkdir(self, controller: str, path: str) -> None:
-        parts = path.split("/")
-        for i in range(1, len(parts) + 1):
-            sub = "/".join(parts[:i])
-            knobs: dict[str, str] = {}
-            if controller == "freezer":
-                knobs["freezer.state"] = "THAWED"
-            self.tree[controller].setdefault(sub, {"knobs": knobs, "procs": []})
-
-    def rmdir(self, controller: str, path: str) -> None:
-        t = self.tree[controller]
-        if path not in t:
-            raise FileNotFoundError(path)
-        if t[path]["procs"] or self.children(controller, path):
-            raise OSError(16, "Device or resource busy")
-        del t[path]
-
-    def children(self, controller: str, path: str) -> list[str]:
-        prefix = path + "/" if path else ""
-        return sorted(
-            p[len(prefix) :]
-            for p in self.tree[controller]
-            if p.startswith(prefix) and p != path and "/" not in p[len(prefix) :]
-        )
-
-    def read(self, controller: str, path: str, knob: str) -> str:
-        try:
-            return str(self.tree[controller][path]["knobs"][knob])
-        except KeyError as err:
-            raise FileNotFoundError(knob) from err
-
-    def write(self, controller: str, path: str, knob: str, value: str) -> None:
-        if path not in self.tree[controller]:
-            raise FileNotFoundError(path)
-        if controller == "cpuset" and knob == "cpuset.cpus" and not value:
-            raise OSError(22, "Invalid argument")
-        self.tree[controller][path]["knobs"][knob] = value
-
-    def pids(self, controller: str, path: str) -> list[int]:
-        return list(self.tree[controller].get(path, {}).get("procs", []))
-
-    def procs_file(self, controller: str, path: str) -> str:
-        return f"/fake/{controller}/{path}/cgroup.procs"
-
-    # process model
-    def add_proc(self, controller: str, path: str, pid: int) -> None:
-        self.tree[controller][path]["procs"].append(pid)
-
-    def frozen(self, pid: int) -> bool:
-        for path, cg in self.tree.get("freezer", {}).items():
-            if pid in cg["procs"]:
-                # v1: frozen if this cgroup or any ancestor is frozen
-                parts = path.split("/")
-                for i in range(len(parts), 0, -1):
-                    anc = self.tree["freezer"].get("/".join(parts[:i]))
-                    if anc and anc["knobs"].get("freezer.state") == "FROZEN":
-                        return True
-        return False
-
-    def kill(self, pid: int, sig: int) -> None:
-        assert sig == signal.SIGKILL
-        self.killed.append(pid)
-        if self.frozen(pid):
-            return
-        for t in self.tree.values():
-            for cg in t.values():
-                if pid in cg["procs"]:
-                    cg["procs"].remove(pid)
-
-    def footprint(self) -> list[str]:
-        return sorted(f"{c}:{p}" for c, t in self.tree.items() for p in t if p)
-
-
 def test_fake_net_veth_dies_with_namespace() -> None:
     net = FakeNet()
     net.create_netns("a")
@@ -273,12 +179,12 @@ def test_fake_net_fails_at_requested_call() -> None:
         net.create_netns("b")
 
 
-def test_fake_cgroup_frozen_task_survives_kill() -> None:
-    fs = FakeCgroupFS()
-    fs.mkdir("freezer", "cosched/n0")
+def test_fake_cgroup_frozen_task_survives_kill(tmp_path: Path) -> None:
+    fs = fake_v1(tmp_path)
+    fs.make("freezer", "cosched/n0")
     fs.add_proc("freezer", "cosched/n0", 42)
-    fs.write("freezer", "cosched", "freezer.state", "FROZEN")
+    fs.set_knob("freezer", "cosched", "freezer.state", "FROZEN")
     fs.kill(42, signal.SIGKILL)
-    assert fs.pids("freezer", "cosched/n0") == [42]
+    assert fs.procs("freezer", "cosched/n0") == [42]
     with pytest.raises(OSError):
-        fs.rmdir("freezer", "cosched/n0")
+        fs.rmdir(tmp_path / "freezer/cosched/n0")

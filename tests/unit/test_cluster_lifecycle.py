@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
+from common.cgroups.fake import FakeCgroupFS, fake_v1
 from testbed.cluster import clean as clean_mod
 from testbed.cluster import cluster as cl
 from testbed.cluster import state as state_mod
 from testbed.cluster.errors import ClusterError
 from testbed.cluster.profiles import parse_profile
 from testbed.cluster.state import AgentRecord
-from tests.unit.test_cluster_fakes import FakeCgroupFS, FakeNet, InjectedFailure
+from tests.unit.test_cluster_fakes import FakeNet, InjectedFailure
 
 
 class FakeAgents:
@@ -48,11 +49,13 @@ def make_env(
     agent_ok: bool = True,
 ) -> cl.Env:
     net = net or FakeNet()
-    fs = fs or FakeCgroupFS()
+    fs = fs or fake_v1(tmp_path / "cg")
     agents = agents or FakeAgents()
+    fake = fs
     return cl.Env(
         net=net,
-        cg=fs,
+        cg_fs=fs,
+        detect_cgroups=lambda prefer, _fs: fake.layout(prefer),
         is_root=lambda: root,
         cores=lambda: [0, 1],
         agent_available=lambda: agent_ok,
@@ -68,9 +71,9 @@ def config(nodes: int = 2, link: str = "fast-ethernet", **kw: Any) -> cl.Cluster
 
 
 def assert_pristine(env: cl.Env) -> None:
-    assert isinstance(env.net, FakeNet) and isinstance(env.cg, FakeCgroupFS)
+    assert isinstance(env.net, FakeNet) and isinstance(env.cg_fs, FakeCgroupFS)
     assert env.net.footprint() == {"netns": [], "root_links": []}
-    assert env.cg.footprint() == []
+    assert env.cg_fs.footprint() == []
     sdir = env.sdir()
     assert not os.path.exists(state_mod.state_path(sdir))
     assert not os.path.exists(state_mod.key_path(sdir))
@@ -109,7 +112,7 @@ def test_up_status_down(tmp_path: Path) -> None:
     env = make_env(tmp_path)
     st = cl.up(config(2, cpus_per_node=1), env)
     assert st.status == "up" and st.delay_mechanism == "userspace" and st.netem is None
-    net, fs = env.net, env.cg
+    net, fs = env.net, env.cg_fs
     assert isinstance(net, FakeNet) and isinstance(fs, FakeCgroupFS)
     assert net.list_netns() == ["cosched-ctl", "cosched-data", "cosched-n0", "cosched-n1"]
     assert net.list_links(None) == ["csc-host", "eth0", "lo"]
@@ -118,8 +121,8 @@ def test_up_status_down(tmp_path: Path) -> None:
     # shaped both ways, control network untouched
     assert net.get_tc("cosched-n1", "csd0") and net.get_tc("cosched-data", "csd-n1")
     assert not net.netns["cosched-n0"]["csc0"]["tc"]
-    assert fs.read("cpuset", "cosched/n1", "cpuset.cpus") == "1"
-    assert fs.exists("freezer", "cosched/n0") and fs.exists("cpuacct", "cosched/n1")
+    assert fs.knob("cpuset", "cosched/n1", "cpuset.cpus") == "1"
+    assert fs.has("freezer", "cosched/n0") and fs.has("cpuacct", "cosched/n1")
     # key: 32 random bytes as 64 hex characters, 0600
     key = state_mod.key_path(env.sdir())
     assert len(bytes.fromhex(Path(key).read_text())) == 32
@@ -182,7 +185,8 @@ def test_refuses_without_kernel_feature(tmp_path: Path, missing: str) -> None:
 
 
 def test_refuses_without_cgroup_controller(tmp_path: Path) -> None:
-    env = make_env(tmp_path, fs=FakeCgroupFS(controllers=("cpu", "cpuacct")))
+    fs = FakeCgroupFS(tmp_path / "cg", v1=("cpu", "cpuacct")).build()
+    env = make_env(tmp_path, fs=fs)
     with pytest.raises(ClusterError, match="freezer"):
         cl.up(config(), env)
 
@@ -201,11 +205,11 @@ def test_refuses_when_agent_missing_but_no_agents_works(tmp_path: Path) -> None:
 def test_refuses_when_already_up(tmp_path: Path) -> None:
     env = make_env(tmp_path)
     cl.up(config(), env)
-    before = (env.net.footprint(), env.cg.footprint())  # type: ignore[attr-defined]
+    before = (env.net.footprint(), env.cg_fs.footprint())  # type: ignore[attr-defined]
     with pytest.raises(ClusterError, match="already up"):
         cl.up(config(3), env)
     # the existing cluster is untouched
-    assert (env.net.footprint(), env.cg.footprint()) == before  # type: ignore[attr-defined]
+    assert (env.net.footprint(), env.cg_fs.footprint()) == before  # type: ignore[attr-defined]
     cl.down(env)
     assert_pristine(env)
 
@@ -250,12 +254,12 @@ def test_rollback_when_an_agent_fails(tmp_path: Path) -> None:
 
 def test_rollback_when_cgroup_write_fails(tmp_path: Path) -> None:
     class BadFS(FakeCgroupFS):
-        def write(self, controller: str, path: str, knob: str, value: str) -> None:
-            if knob == "cpu.cfs_quota_us":
+        def write(self, path: Path | str, value: str) -> None:
+            if str(path).endswith("cpu.cfs_quota_us"):
                 raise OSError(22, "Invalid argument")
-            super().write(controller, path, knob, value)
+            super().write(path, value)
 
-    env = make_env(tmp_path, fs=BadFS())
+    env = make_env(tmp_path, fs=BadFS(tmp_path / "cg").build())
     with pytest.raises(ClusterError, match="Invalid argument"):
         cl.up(config(2, cpus_per_node=0.5), env)
     assert_pristine(env)
@@ -263,13 +267,13 @@ def test_rollback_when_cgroup_write_fails(tmp_path: Path) -> None:
 
 def test_down_kills_leftovers_in_node_cgroups_thawing_first(tmp_path: Path) -> None:
     env = make_env(tmp_path)
-    fs = env.cg
+    fs = env.cg_fs
     assert isinstance(fs, FakeCgroupFS)
     cl.up(config(2), env)
     # what an agent would have made: a frozen per-job cgroup with a task in it
-    fs.mkdir("freezer", "cosched/n0/job1")
+    fs.make("freezer", "cosched/n0/job1")
     fs.add_proc("freezer", "cosched/n0/job1", 4242)
-    fs.write("freezer", "cosched/n0/job1", "freezer.state", "FROZEN")
+    fs.set_knob("freezer", "cosched/n0/job1", "freezer.state", "FROZEN")
     existed, problems = cl.down(env)
     assert existed and problems == []
     assert 4242 in fs.killed
@@ -278,7 +282,7 @@ def test_down_kills_leftovers_in_node_cgroups_thawing_first(tmp_path: Path) -> N
 
 def test_clean_without_state_file(tmp_path: Path) -> None:
     env = make_env(tmp_path)
-    fs = env.cg
+    fs = env.cg_fs
     assert isinstance(fs, FakeCgroupFS)
     cl.up(config(2), env)
     fs.add_proc("cpu", "cosched/n1", 77)
@@ -322,14 +326,14 @@ def test_teardown_reports_but_continues(tmp_path: Path) -> None:
 
 def test_clean_and_down_leave_foreign_cosched_cgroups_alone(tmp_path: Path) -> None:
     env = make_env(tmp_path)
-    fs = env.cg
+    fs = env.cg_fs
     assert isinstance(fs, FakeCgroupFS)
     # e.g. the agent's own integration test, sharing the cosched/ root
-    fs.mkdir("freezer", "cosched/itest-1/job")
+    fs.make("freezer", "cosched/itest-1/job")
     fs.add_proc("freezer", "cosched/itest-1/job", 555)
     cl.up(config(2), env)
     assert cl.down(env) == (True, [])
-    assert fs.pids("freezer", "cosched/itest-1/job") == [555]
+    assert fs.procs("freezer", "cosched/itest-1/job") == [555]
     cl.up(config(2), env)
     os.unlink(state_mod.state_path(env.sdir()))
     rep = clean_mod.clean(env)
@@ -349,12 +353,12 @@ def test_frozen_task_in_every_hierarchy_is_thawed_before_any_kill(
     # Found on the real kernel: emptying cpu/ first waits forever on a task
     # frozen through freezer/, so thawing must come before the first kill.
     env = make_env(tmp_path)
-    fs = env.cg
+    fs = env.cg_fs
     assert isinstance(fs, FakeCgroupFS)
     cl.up(config(2), env)
     for ctrl in ("cpu", "cpuacct", "freezer"):
         fs.add_proc(ctrl, "cosched/n1", 99)
-    fs.write("freezer", "cosched/n1", "freezer.state", "FROZEN")
+    fs.set_knob("freezer", "cosched/n1", "freezer.state", "FROZEN")
     if with_state:
         assert cl.down(env) == (True, [])
     else:
