@@ -219,12 +219,16 @@ class Cgroups:
         rel = check_rel(parent)
         enable = tuple(enable)
         want = [r for r in enable if self.layout.version(r) == 2]
+        base_depth = len(self.layout.base.split("/")) if self.layout.base else 0
         for h in self._mounts_for(enable):
             d = h.mount
             comps = rel.split("/")
             for i, comp in enumerate(comps):
                 if h.version == 2 and want:
-                    self._enable(d, want, is_root=i == 0)
+                    if i < base_depth:
+                        self._check_passed_on(d, want)  # systemd's, not ours to change
+                    else:
+                        self._enable(d, want, is_root=i == 0)
                 d = f"{d}/{comp}"
                 if not self.fs.exists(d):
                     with contextlib.suppress(FileExistsError):
@@ -236,38 +240,49 @@ class Cgroups:
     def check_enable(self, parent: str, enable: Iterable[str]) -> None:
         """What :meth:`ensure_parent` would refuse, found without writing anything.
 
-        Walks the existing groups from the cgroup2 root to ``parent``: each
-        must offer the controllers (in ``cgroup.controllers``), and a group
-        that must pass them on may hold processes only if it is the root or
-        the delegated base (whose processes :func:`prepare_base` moves).
+        Walks the existing groups from the cgroup2 root to ``parent``. Groups
+        above the base are not ours: they must already pass the controllers
+        on. The base itself must be offered them (its processes are moved out
+        by :func:`~common.cgroups.delegation.prepare_base`); groups below it
+        will have the controllers enabled, which cgroup v2 refuses while they
+        hold processes.
         """
         want = [r for r in enable if self.layout.version(r) == 2]
         h = self.layout.controllers.get(want[0]) if want else None
         if h is None:
             return
-        d = h.mount
+        base_depth = len(self.layout.base.split("/")) if self.layout.base else 0
         comps = check_rel(parent).split("/")
         for i in range(len(comps) + 1):
-            if i > 0:
-                d = f"{d}/{comps[i - 1]}"
+            rel = "/".join(comps[:i])
+            d = f"{h.mount}/{rel}" if rel else h.mount
             if not self.fs.exists(d):
-                return  # made by us: it inherits what its parent enables
+                return  # made by us: it gets what its parent enables
             try:
-                offered = self.fs.read(d + "/cgroup.controllers").split()
                 enabled = self.fs.read(d + "/cgroup.subtree_control").split()
+                offered = self.fs.read(d + "/cgroup.controllers").split()
             except OSError:
                 return
-            for c in want:
-                if c not in offered:
-                    raise self._not_offered(c, d)
-            rel = "/".join(comps[:i])
-            if i > 0 and rel != self.layout.base and any(c not in enabled for c in want):
-                if self.pids(rel, h):
-                    raise CgroupSetupError(
-                        f"cannot enable {' '.join(want)} below {d}: the group holds processes "
-                        "(cgroup v2 allows controllers only above leaves)",
-                        fix=f"move the processes of {d}/cgroup.procs into a child group",
-                    )
+            missing = [c for c in want if c not in enabled]
+            if i <= base_depth:
+                for c in missing:
+                    if c not in offered or i < base_depth:
+                        raise self._not_offered(c, d)
+            elif missing and self.pids(rel, h):
+                raise CgroupSetupError(
+                    f"cannot enable {' '.join(missing)} below {d}: the group holds processes "
+                    "(cgroup v2 allows controllers only above leaves)",
+                    fix=f"move the processes of {d}/cgroup.procs into a child group",
+                )
+
+    def _check_passed_on(self, d: str, controllers: list[str]) -> None:
+        try:
+            have = set(self.fs.read(d + "/cgroup.subtree_control").split())
+        except OSError:
+            have = set()
+        for c in controllers:
+            if c not in have:
+                raise self._not_offered(c, d)
 
     def _enable(self, d: str, controllers: list[str], *, is_root: bool) -> None:
         try:
