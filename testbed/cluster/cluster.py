@@ -330,9 +330,9 @@ def _create(
         state_mod.save(st, sdir)
         # cpu for the weights of the jobs the agent makes below the node.
         cg.ensure_parent(n.cgroup, ("cpu",) if "cpuset" not in enable else ("cpu", "cpuset"))
-        cg.create(n.agent_cgroup)
-    for n in plan.nodes:
+        # Limits before the leaf: a v1 cpuset may not shrink below a child's CPUs.
         cpu_mod.apply_node(cg, plan.cpu, n.index, n.cgroup)
+        cg.create(n.agent_cgroup)
     try:
         rt = cpu_mod.grant_rt_runtime(cg, root, [[n.cgroup, n.agent_cgroup] for n in plan.nodes])
         st.cpu["rt_runtime_us_per_node"] = (

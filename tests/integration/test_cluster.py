@@ -172,7 +172,8 @@ def test_agents_start_in_node_namespace_and_cgroups(root_cluster_env: Path) -> N
     for rec, node in zip(st.agents, ("n0", "n1"), strict=True):
         assert os.stat(f"/proc/{rec.pid}/ns/net").st_ino == netns_inode(f"cosched-{node}")
         for ctrl in ("cpu", "cpuacct", "freezer"):
-            with open(f"/sys/fs/cgroup/{ctrl}/cosched/{node}/cgroup.procs") as f:
+            # the agent's leaf: cgroup v2 keeps processes out of inner groups
+            with open(f"/sys/fs/cgroup/{ctrl}/cosched/{node}/agent/cgroup.procs") as f:
                 assert str(rec.pid) in f.read().split()
     assert Path("/sys/fs/cgroup/cpu/cosched/n0/cpu.cfs_quota_us").read_text().strip() == "5000"
     key = state_mod.key_path(str(root_cluster_env))
