@@ -37,8 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from agent import wire  # noqa: E402
-from agent.cgroups import CgroupDriver, make_driver  # noqa: E402
 from agent.client import AgentClient  # noqa: E402
+from common.cgroups import Cgroups as CgroupDriver  # noqa: E402
+from common.cgroups import open_cgroups  # noqa: E402
 
 BUSY = [sys.executable, "-c", "while True: pass"]
 
@@ -254,7 +255,7 @@ def main() -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    drv = make_driver(None if args.backend == "auto" else args.backend)
+    drv = open_cgroups(args.backend)
     counts = [int(x) for x in args.nodes.split(",")]
     quanta = [float(x) for x in args.quanta.split(",")]
     print(f"host: {os.cpu_count()} CPUs, kernel {os.uname().release}, cgroup backend {drv.name}")
