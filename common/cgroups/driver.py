@@ -672,9 +672,17 @@ class Cgroups:
         Returns the PIDs that were signalled. Raises OSError if something remains.
         """
         rel = check_rel(path)
-        self.thaw_subtree(rel)
         killed: list[int] = []
         trees = {h: self.subtree(rel, h) for h in self.layout.mounts()}
+        fz = self._freezer
+        if fz is not None and fz.version == 2 and trees.get(self._primary()):
+            # cgroup.kill takes the whole subtree at once, frozen tasks included,
+            # and races no fork; what it cannot reach is signalled below.
+            before = [pid for cg in trees[self._primary()] for pid in self.pids(cg)]
+            with contextlib.suppress(OSError):
+                if fz.kill(self._dir("freezer", rel)):
+                    killed += before
+        self.thaw_subtree(rel)
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = [pid for h, cgs in trees.items() for cg in cgs for pid in self.pids(cg, h)]

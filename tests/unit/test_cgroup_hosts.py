@@ -181,3 +181,18 @@ def test_layout_detection_per_controller() -> None:
         parse_layout("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", "cpu", "v1")
     assert Layout.from_dict(lay.to_dict()) == lay
     assert own_cgroup("12:freezer:/x\n0::/system.slice/a.scope\n") == "system.slice/a.scope"
+
+
+def test_v2_teardown_uses_cgroup_kill(tmp_path: Path) -> None:
+    fs = fake_v2(tmp_path)
+    cg = Cgroups(fs.layout(), fs=fs)
+    cg.ensure_parent("cosched/n0")
+    cg.create("cosched/n0/job-1")
+    fs.add_proc("", "cosched/n0/job-1", 31)
+    cg.freeze("cosched/n0/job-1")
+
+    def no_signals(pid: int, sig: int) -> None:
+        raise AssertionError("cgroup.kill should have taken the subtree")
+
+    assert cg.remove_tree("cosched/n0", no_signals) == [31]
+    assert fs.killed == [31] and not fs.has("", "cosched/n0")
