@@ -85,7 +85,8 @@ def markdown(result: ExperimentResult) -> str:
         "",
         f"Local cluster of {spec['nodes']} nodes ({', '.join(cl.get('nodes', []))}), link "
         f"`{spec['link']}`, delay mechanism **{cl.get('delay_mechanism')}**, CPU per node "
-        f"{spec['cpus_per_node']} ({cl.get('cpu', {}).get('mechanism', 'unlimited')}); "
+        f"{spec['cpus_per_node']} ({cl.get('cpu', {}).get('mechanism', 'unlimited')}), "
+        f"cgroups {cl.get('cgroups', 'unknown')}; "
         f"quantum {spec['quantum']} s; each mix ran {spec['duration']} s.",
         f"Compute-bound jobs: G_comp {spec['compute']['gcomp']}, G_IO {spec['compute']['gio']}. "
         f"I/O-bound jobs: G_comp {spec['io']['gcomp']}, G_IO {spec['io']['gio']} × "

@@ -53,6 +53,7 @@ class ExperimentSpec:
     compute: AppParams
     io: AppParams
     extra: dict[str, Any] = field(default_factory=dict)
+    cgroup: str = "auto"  # which cgroup hierarchies: auto | v1 | v2 (docs/cluster.md)
 
 
 def _get(
@@ -134,6 +135,9 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     quantum = float(_get(ctl, "quantum", (int, float), f"{origin}: [controller]", 0.2))
     if quantum < 0.01:
         raise SpecError(f"{origin}: [controller].quantum: must be >= 0.01 s")
+    cgroup = _get(cluster, "cgroup", str, wc, "auto")
+    if cgroup not in ("auto", "v1", "v2"):
+        raise SpecError(f"{origin}: [cluster].cgroup: must be auto, v1 or v2, got {cgroup!r}")
     return ExperimentSpec(
         name=_get(exp, "name", str, w, p.stem),
         path=p,
@@ -148,4 +152,5 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         quantum=quantum,
         compute=_app(_get(jobs, "compute", dict, f"{origin}: [jobs]"), f"{origin}: [jobs.compute]"),
         io=_app(_get(jobs, "io", dict, f"{origin}: [jobs]"), f"{origin}: [jobs.io]"),
+        cgroup=cgroup,
     )
