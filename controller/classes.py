@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.jobs import BENCHMARK, CLASSES, INTERACTIVE, PRODUCTION, STANDBY, Job
+from common.names import BENCHMARK, CLASSES, INTERACTIVE, PRODUCTION, STANDBY
+from controller.jobs import Job
 
 RANK = {INTERACTIVE: 0, BENCHMARK: 1, PRODUCTION: 2, STANDBY: 3}
 assert set(RANK) == set(CLASSES)

@@ -19,6 +19,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from common import keys
+
 STATE_ENV = "COSCHED_STATE_DIR"
 DEFAULT_STATE_DIR = "/run/cosched"
 STATE_FILE = "cluster.json"
@@ -121,20 +123,10 @@ def remove(directory: str | None = None) -> None:
 
 
 def write_key(directory: str | None = None, nbytes: int = 32) -> str:
-    """Create a fresh random shared key, mode 0600 from the start.
+    """Create a fresh random shared key, mode 0600 from the start (common/keys.py).
 
     ``nbytes`` random bytes written as hex text (64 characters, no newline):
     readers that strip whitespace (the agent does) and readers that do not
     then see the same key, which raw bytes could not guarantee.
     """
-    directory = directory or state_dir()
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    path = key_path(directory)
-    if os.path.exists(path):
-        os.unlink(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, os.urandom(nbytes).hex().encode())
-    finally:
-        os.close(fd)
-    return path
+    return keys.write_key(key_path(directory or state_dir()), nbytes)

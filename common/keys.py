@@ -1,0 +1,82 @@
+"""The cluster's shared secret (HMAC key) on disk: written once, checked on every read.
+
+The key authenticates every controller-agent frame (agent/wire.py) and every
+TCP client of the controller, so the file must be what it claims to be:
+
+* a regular file, not a symlink (no one may point us at another file);
+* readable by its owner only (mode 0600: no group or other bits);
+* at least :data:`MIN_KEY_BYTES` bytes once surrounding whitespace is stripped.
+
+``write_key`` writes ``nbytes`` random bytes as hex text (no newline), so
+readers that strip whitespace and readers that do not see the same key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+
+from common.errors import CoschedError
+
+MIN_KEY_BYTES = 16
+
+
+class KeyFileError(CoschedError):
+    """A key file that is missing, unsafe or too short."""
+
+
+def read_key(path: str) -> bytes:
+    """The key in ``path``, after the checks above; KeyFileError says what to fix."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as err:
+        if os.path.islink(path):
+            raise KeyFileError(
+                f"key file {path} is a symlink",
+                fix="give the path of the key file itself",
+            ) from None
+        raise KeyFileError(
+            f"cannot read key file {path}: {err.strerror}",
+            fix="give the cluster key (`cosched cluster up` writes cluster.key beside "
+            "cluster.json)",
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise KeyFileError(f"key file {path} is not a regular file", fix="give the key file")
+        key = b""
+        while chunk := os.read(fd, 65536):
+            key += chunk
+    finally:
+        os.close(fd)
+    key = key.strip()
+    if len(key) < MIN_KEY_BYTES:
+        raise KeyFileError(
+            f"key file {path} holds fewer than {MIN_KEY_BYTES} bytes",
+            fix="write a longer key, e.g. `head -c 32 /dev/urandom | xxd -p -c 64 > KEY`",
+        )
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise KeyFileError(
+            f"key file {path} is readable or writable by others "
+            f"(mode {stat.S_IMODE(info.st_mode):04o})",
+            fix=f"chmod 600 {path}",
+        )
+    return key
+
+
+def write_key(path: str, nbytes: int = 32) -> str:
+    """Create ``path`` afresh with a random key, mode 0600 from the start; returns ``path``.
+
+    An old file (or symlink) at ``path`` is removed first, never written through.
+    """
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, os.urandom(nbytes).hex().encode())
+    finally:
+        os.close(fd)
+    return path
