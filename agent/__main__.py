@@ -1,4 +1,9 @@
-"""``python -m agent``: run one node agent until SIGTERM/SIGINT."""
+"""``python -m agent``: run one node agent until SIGTERM/SIGINT.
+
+A known failure (an unusable key file, a cgroup layout the agent cannot
+use, an address it cannot listen on) ends it with one line on stderr,
+``agent: error: ... — fix``, and a non-zero status.
+"""
 
 from __future__ import annotations
 
@@ -10,29 +15,38 @@ from pathlib import Path
 from types import FrameType
 
 from agent.daemon import Agent, AgentConfig, Stop
+from common.addr import addr_arg
+from common.addr import parse_addr as _parse_addr
+from common.errors import CoschedError
+from common.exits import report
+from common.keys import read_key
+from common.names import METRICS_PORT
+
+__all__ = ["build_parser", "main", "parse_addr", "read_key"]
+
+PROG = "agent"
 
 
 def parse_addr(text: str) -> tuple[str, int]:
-    """'host:port' or '[v6]:port'."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected host:port, got {text!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
-def read_key(path: str) -> bytes:
-    key = Path(path).read_bytes().strip()
-    if len(key) < 16:
-        raise SystemExit(f"key file {path} holds fewer than 16 bytes")
-    return key
+    """'host:port', '[v6]:port' or ':port' (every address)."""
+    return _parse_addr(text, default_host="0.0.0.0")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m agent", description="cosched node agent")
+    any_host = addr_arg(default_host="0.0.0.0")
+    p = argparse.ArgumentParser(
+        prog="python -m agent",
+        description="cosched node agent (started per node by `cosched cluster up`)",
+    )
     p.add_argument("--node", required=True, help="node name (commands for others are refused)")
-    p.add_argument("--listen", required=True, type=parse_addr, help="control address host:port")
-    p.add_argument("--metrics", type=parse_addr, default=None, help="Prometheus host:port")
-    p.add_argument("--key-file", required=True, help="shared HMAC key (>= 16 bytes)")
+    p.add_argument("--listen", required=True, type=any_host, help="control address host:port")
+    p.add_argument(
+        "--metrics",
+        type=any_host,
+        default=None,
+        help=f"Prometheus host:port (e.g. :{METRICS_PORT})",
+    )
+    p.add_argument("--key-file", required=True, help="shared HMAC key (>= 16 bytes, mode 0600)")
     p.add_argument("--cgroup-parent", default=None, help="parent cgroup (default cosched/<node>)")
     p.add_argument("--run-dir", default=None, help="job output dir (default /tmp/cosched/<node>)")
     p.add_argument("--failsafe-timeout", type=float, default=2.0, help="seconds (default 2)")
@@ -51,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         format=f"%(asctime)s %(levelname)s agent[{args.node}] %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    try:
+        return run(args)
+    except CoschedError as err:
+        return report(PROG, err)
+
+
+def run(args: argparse.Namespace) -> int:
     cfg = AgentConfig(
         node=args.node,
         listen=args.listen,
@@ -79,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         agent.run()  # its finally thaws every job
     except Stop:
         return 0
+    except CoschedError:
+        raise  # one line from main (jobs were thawed)
     except Exception:
         logging.getLogger("agent").exception("agent crashed (jobs were thawed)")
         return 1

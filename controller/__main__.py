@@ -1,62 +1,67 @@
-"""``python -m controller``: the cosched controller daemon (docs/controller-api.md)."""
+"""``python -m controller``: the cosched controller daemon (docs/controller-api.md).
+
+Its flags are declared once, in controller/flags.py, and shared with
+``cosched controller start``. A known failure (bad policy or parameter,
+unreadable cluster state or key, an agent that does not answer) ends the
+daemon with one line on stderr, ``controller: error: ... — fix``, and a
+non-zero status; ``cosched controller start`` shows that line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import os
 import sys
 
-from agent.__main__ import read_key
-from controller.daemon import AGENT_PORT, DEFAULT_RUN_DIR, Daemon, DaemonConfig, nodes_from_cluster
+from common.addr import parse_addr
+from common.errors import CoschedError, UsageError
+from common.exits import report
+from common.keys import read_key
+from common.names import cluster_state_path
+from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster
+from controller.flags import add_daemon_flags
 from controller.nodes import NodeInfo
 from controller.operator import MIN_QUANTUM
 from controller.policies.base import PolicyError
-from controller.policies.registry import lookup, names, parse_params
+from controller.policies.registry import lookup, parse_params
+
+PROG = "controller"
 
 
-def parse_addr(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"want host:port, got {text!r}")
-    return host, int(port)
+class ConfigError(UsageError):
+    """The daemon's command line or the files it names cannot be used."""
 
 
 def parse_agents(text: str, capacity: float) -> list[NodeInfo]:
+    """``n0=10.0.0.1:7070,n1=...`` -> the nodes (``--agents``)."""
     out = []
     for item in text.split(","):
         name, sep, addr = item.partition("=")
         if not sep or not name:
-            raise argparse.ArgumentTypeError(f"--agents: want name=host:port,..., got {item!r}")
-        host, port = parse_addr(addr)
+            raise ConfigError(
+                f"--agents: want name=host:port,..., got {item!r}",
+                fix="e.g. --agents n0=10.212.0.1:7070,n1=10.212.0.2:7070",
+            )
+        try:
+            host, port = parse_addr(addr)
+        except ValueError as err:
+            raise ConfigError(f"--agents {name}: {err}") from None
         out.append(NodeInfo(name=name, address=(host, port), data_ip=host, capacity=capacity))
     return out
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m controller", description="cosched controller")
-    p.add_argument("--policy", required=True, help=f"one of: {', '.join(names())}")
-    p.add_argument("--param", action="append", default=[], metavar="K=V", help="policy parameter")
-    p.add_argument("--quantum", type=float, default=0.1, help="seconds (>= 0.01)")
-    p.add_argument("--cluster-state", default=None, help="cluster.json (default /run/cosched)")
-    p.add_argument("--agents", default=None, help="n0=ip:port,... instead of --cluster-state")
-    p.add_argument("--capacity", type=float, default=None, help="CPUs per node (--agents)")
-    p.add_argument("--agent-port", type=int, default=AGENT_PORT)
-    p.add_argument("--key-file", default=None, help="cluster HMAC key (default: the state's)")
-    p.add_argument("--run-dir", default=os.environ.get("COSCHED_RUN_DIR", DEFAULT_RUN_DIR))
-    p.add_argument("--listen-tcp", type=parse_addr, default=None, metavar="HOST:PORT")
-    p.add_argument("--metrics", type=parse_addr, default=None, metavar="HOST:PORT")
-    p.add_argument("--checkpoint", default=None, metavar="PATH")
-    p.add_argument("--checkpoint-every", type=float, default=5.0, help="autosave period, s")
-    p.add_argument("--restore", action="store_true", help="resume from --checkpoint")
-    p.add_argument("--operator", action="append", default=[], help="extra operator user")
-    p.add_argument("--fifo-priority", type=int, default=20, help="0 = SCHED_OTHER")
-    p.add_argument("--log-level", default="INFO")
+    p = argparse.ArgumentParser(
+        prog="python -m controller",
+        description="The cosched controller daemon. Usually started by "
+        "`cosched controller start`, which takes the same flags.",
+    )
+    add_daemon_flags(p)
     return p
 
 
-def config_from_args(a: argparse.Namespace) -> DaemonConfig:
+def _policy_params(a: argparse.Namespace) -> dict[str, object]:
     try:
         entry = lookup(a.policy)
         raw = {}
@@ -65,29 +70,36 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
             if not sep:
                 raise PolicyError(f"--param: want key=value, got {kv!r}")
             raw[k] = v
-        params = parse_params(entry, raw)
+        return parse_params(entry, raw)
     except PolicyError as e:
-        raise SystemExit(f"error: {e}") from None
+        # policies are pure and know nothing of CoschedError: wrap here
+        raise ConfigError(str(e), fix="see `cosched policies`") from None
+
+
+def config_from_args(a: argparse.Namespace) -> DaemonConfig:
+    params = _policy_params(a)
     if not a.quantum >= MIN_QUANTUM:
-        raise SystemExit(f"error: --quantum must be >= {MIN_QUANTUM} s, got {a.quantum}")
+        raise ConfigError(f"--quantum must be >= {MIN_QUANTUM} s, got {a.quantum}")
     key_file = a.key_file
     if a.agents:
         nodes = parse_agents(a.agents, a.capacity or 1.0)
     else:
-        path = a.cluster_state or os.path.join(
-            os.environ.get("COSCHED_STATE_DIR", "/run/cosched"), "cluster.json"
-        )
+        path = a.cluster_state or cluster_state_path()
         try:
             with open(path) as f:
                 state = json.load(f)
-        except (OSError, ValueError) as e:
-            raise SystemExit(f"error: cannot read cluster state {path}: {e}") from None
-        nodes = nodes_from_cluster(state, a.agent_port)
+            nodes = nodes_from_cluster(state, a.agent_port)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else e
+            raise ConfigError(
+                f"cannot use cluster state {path}: {why}",
+                fix="bring a cluster up with `cosched cluster up`, or give --agents",
+            ) from None
         if a.capacity:
             nodes = [NodeInfo(n.name, n.address, n.data_ip, a.capacity) for n in nodes]
         key_file = key_file or state.get("key_file")
     if not key_file:
-        raise SystemExit("error: no key: give --key-file")
+        raise ConfigError("no cluster key", fix="give --key-file")
     return DaemonConfig(
         policy=a.policy,
         params=params,
@@ -105,14 +117,29 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
     )
 
 
+def run(a: argparse.Namespace) -> None:
+    cfg = config_from_args(a)
+    try:
+        daemon = Daemon(cfg)
+    except PolicyError as e:  # a value the policy's constructor refuses (e.g. band=-1)
+        raise ConfigError(str(e), fix="see `cosched policies`") from None
+    daemon.run()
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=a.log_level.upper(),
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    Daemon(config_from_args(a)).run()
+    try:
+        level = logging.getLevelNamesMapping().get(a.log_level.upper())
+        if level is None:
+            raise ConfigError(f"--log-level: unknown level {a.log_level!r}", fix="e.g. INFO")
+        logging.basicConfig(
+            level=level,
+            format="%(asctime)s %(name)s %(levelname)s %(message)s",
+            stream=sys.stderr,
+        )
+        run(a)
+    except CoschedError as err:
+        return report(PROG, err)
     return 0
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.realtime import set_realtime
+from common.errors import CoschedError, UsageError
+from common.names import AGENT_PORT, DEFAULT_RUN_DIR, controller_socket
 from controller import checkpoint as ckpt
 from controller.api import Caller, Context, handle
 from controller.metrics import ControllerMetrics
@@ -37,9 +39,6 @@ from controller.quantum import Scheduler
 from controller.server import Server, user_exists
 
 log = logging.getLogger("controller")
-
-DEFAULT_RUN_DIR = "/run/cosched"
-AGENT_PORT = 7070  # the port testbed/cluster starts agents on
 
 
 @dataclass
@@ -162,27 +161,38 @@ class Daemon:
         payload = None
         if self.cfg.restore:
             if not self.cfg.checkpoint:
-                raise SystemExit("--restore needs --checkpoint PATH")
+                raise UsageError("--restore needs a checkpoint", fix="give --checkpoint PATH")
             try:
                 payload = ckpt.read(self.cfg.checkpoint)
             except ckpt.CheckpointError as e:
                 # The file stays as it is: the operator may fall back to a copy.
-                raise SystemExit(f"refusing to restore: {e}") from None
-        self.pool.connect_all(self.cfg.connect_timeout)
+                raise CoschedError(
+                    f"refusing to restore: {e}",
+                    fix="start without --restore, or give an intact copy with --checkpoint",
+                ) from None
+        self.pool.connect_all(self.cfg.connect_timeout)  # AgentsUnreachable: one line
         if payload is not None:
             self.sched.restore(payload)
             self.reconcile_report = self.sched.reconcile()
             log.info("restored %d job(s) from %s", len(self.sched.jobs), self.cfg.checkpoint)
         if self.cfg.metrics is not None:
             self.metrics.serve(*self.cfg.metrics)
-        sock = os.path.join(self.cfg.run_dir, "controller.sock")
-        self.server = Server(
-            self.sel,
-            self._handle,
-            unix_path=sock,
-            tcp=self.cfg.listen_tcp,
-            key=self.cfg.key,
-        )
+        sock = controller_socket(self.cfg.run_dir)
+        try:
+            self.server = Server(
+                self.sel,
+                self._handle,
+                unix_path=sock,
+                tcp=self.cfg.listen_tcp,
+                key=self.cfg.key,
+            )
+        except OSError as e:
+            where = f"{sock} or tcp {self.cfg.listen_tcp}" if self.cfg.listen_tcp else sock
+            raise CoschedError(
+                f"cannot listen on {where}: {e.strerror or e}",
+                fix="is another controller running (`cosched controller status`)? "
+                "is the run directory writable (root, or --run-dir)?",
+            ) from None
         log.info(
             "controller: policy %s, %d node(s), quantum %.3fs, socket %s%s",
             self.cfg.policy,

@@ -25,11 +25,16 @@ from typing import Any, Protocol
 
 from agent import wire
 from agent.client import AgentClient, AgentError
+from common.errors import CoschedError
 
 log = logging.getLogger("controller.nodes")
 
 HEARTBEAT_EVERY = 0.5  # well under the agents' default 2 s fail-safe
 RECONNECT_EVERY = 1.0
+
+
+class AgentsUnreachable(CoschedError, ConnectionError):
+    """Agents that did not answer within the start-up deadline (one line, with the fix)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class AgentPool:
         self._next_try: dict[str, float] = {n.name: 0.0 for n in nodes}
         self._by_name = {n.name: n for n in nodes}
         self._events: list[dict[str, Any]] = []
+        self._last_error: dict[str, str] = {}
 
     # ---- connections -------------------------------------------------------
     def connect_all(self, deadline_s: float = 10.0) -> None:
@@ -116,8 +122,20 @@ class AgentPool:
             if not missing:
                 return
             if self.clock() > end:
-                raise ConnectionError(f"agents unreachable: {', '.join(missing)}")
+                raise self._unreachable(missing, deadline_s)
             time.sleep(0.1)
+
+    def _unreachable(self, missing: list[str], waited_s: float) -> AgentsUnreachable:
+        name = missing[0]
+        host, port = self._by_name[name].address
+        why = self._last_error.get(name)
+        more = f" (and {len(missing) - 1} more: {', '.join(missing[1:])})" if missing[1:] else ""
+        return AgentsUnreachable(
+            f"agent {name} at {host}:{port} unreachable after {waited_s:g} s"
+            + (f": {why}" if why else "")
+            + more,
+            fix="is the cluster up? check `cosched cluster status` (or `cosched cluster up`)",
+        )
 
     def _try_connect(self, n: NodeInfo) -> bool:
         c = AgentClient(n.address, self.key, sender="controller", timeout=self.timeout)
@@ -126,11 +144,13 @@ class AgentPool:
         except (OSError, wire.WireError, AgentError, TimeoutError) as e:
             c.close()
             self._next_try[n.name] = self.clock() + RECONNECT_EVERY
+            self._last_error[n.name] = getattr(e, "strerror", None) or str(e) or type(e).__name__
             log.debug("agent %s at %s:%d not reachable: %s", n.name, *n.address, e)
             return False
         if hello.get("node") not in (None, n.name):
             c.close()
             log.error("agent at %s:%d says it is %r, not %r", *n.address, hello["node"], n.name)
+            self._last_error[n.name] = f"the agent there is {hello['node']!r}"
             self._next_try[n.name] = self.clock() + RECONNECT_EVERY
             return False
         self.clients[n.name] = c
