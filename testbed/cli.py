@@ -1,4 +1,12 @@
-"""The ``cosched`` command line."""
+"""The ``cosched`` command line: the parser and the one place errors are reported.
+
+The command groups live in :mod:`testbed.commands`, one module each. Every
+failure a user can act on is a :class:`common.errors.CoschedError`;
+:func:`main` catches it here, once, and prints one line on stderr,
+``cosched: error: <what, why> — <how to fix>``, exiting with the error's
+status (2 for usage errors, 1 otherwise). Anything else is a bug and keeps
+its traceback.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from testbed import simulate_cmd
+from common.errors import CoschedError
+from common.exits import report
+from testbed.commands import controller, experiment, jobs, simulate
+
+PROG = "cosched"
 
 DESCRIPTION = """\
 cosched: coscheduling parallel jobs, emulated on real Linux processes or simulated.
@@ -23,38 +35,40 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
   cosched submit --size 4 -- python3 -m apps.synthetic --gio 20 --gcomp 0
   cosched jobs | matrix --watch | slice --size 2 | kill JOB | class JOB CLASS
                                             gangster-like views and controls (seed 003)
+  cosched experiment run experiments/paired-vs-gang.toml
+                                            a live experiment and its report (root)
+
+Every COMMAND has --help with a description and examples.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cosched",
+        prog=PROG,
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    simulate_cmd.add_commands(sub)
-    from testbed.controller_cli import add_controller_commands
-
-    add_controller_commands(sub)
-    from testbed.experiment.cli import add_experiment_commands
-
-    add_experiment_commands(sub)
+    simulate.add_commands(sub)
+    controller.add_commands(sub)
+    jobs.add_commands(sub)
+    experiment.add_commands(sub)
     try:
-        from testbed.cluster.cli import add_cluster_commands
+        from testbed.commands import cluster
     except ImportError:  # the cluster needs pyroute2; the simulator does not
         pass
     else:
-        add_cluster_commands(sub)
+        cluster.add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         rc: int = args.func(args)
+    except CoschedError as err:
+        return report(PROG, err)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

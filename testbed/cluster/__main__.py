@@ -1,7 +1,7 @@
-"""``python -m testbed.cluster``: the cluster commands without the full ``cosched`` CLI."""
+"""``python -m testbed.cluster cluster up --nodes 2``: the ``cosched`` command line."""
 
 import sys
 
-from .cli import main
+from testbed.cli import main
 
 sys.exit(main())

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from common.errors import CoschedError
 
-class ClusterError(Exception):
+
+class ClusterError(CoschedError):
     """A clear, user-facing failure (bad input, missing privilege or kernel feature).
 
-    The CLI prints ``str(err)`` and exits non-zero; no traceback, because the
+    ``cosched`` prints it as one line, ``cosched: error: ...``, and exits with
+    status 2 (as the cluster commands always have); no traceback, because the
     message is meant to tell the user what to do.
     """
+
+    exit_code = 2

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cluster import cli
+from testbed import cli
+from testbed.commands import cluster
 
 
 @pytest.fixture(autouse=True)
@@ -18,11 +19,11 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_registers_on_foreign_subparsers() -> None:
     parser = argparse.ArgumentParser(prog="cosched")
     sub = parser.add_subparsers(dest="command")
-    cli.add_cluster_commands(sub)
+    cluster.add_commands(sub)
     args = parser.parse_args(["cluster", "up", "--nodes", "3", "--link", "gige", "--no-agents"])
     assert args.nodes == 3 and args.link == "gige" and args.agents is False
-    assert args.func is cli._cmd_up
-    assert parser.parse_args(["clean"]).func is cli._cmd_clean
+    assert args.func is cluster.cmd_up
+    assert parser.parse_args(["clean"]).func is cluster.cmd_clean
     assert parser.parse_args(["cluster", "status", "--json"]).json is True
 
 

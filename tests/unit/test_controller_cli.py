@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from controller.client import ControllerError, ControllerUnavailable
-from testbed import controller_cli
-from testbed.controller_cli import add_controller_commands, daemon_argv, main
+from testbed.cli import main
+from testbed.commands import _api
+from testbed.commands.controller import add_commands as add_controller_commands
+from testbed.commands.controller import daemon_argv
 
 
 class FakeClient:
@@ -36,7 +38,7 @@ class FakeClient:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeClient:
     client = FakeClient({})
-    monkeypatch.setattr(controller_cli, "make_client", lambda args: client)
+    monkeypatch.setattr(_api, "make_client", lambda args: client)
     return client
 
 
@@ -112,14 +114,20 @@ def test_submit_from_a_toml_spec_with_flags_on_top(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["submit", "--size", "2"], "cosched: nothing to run: give the command after '--'"),
-        (["submit", "--env", "NOEQUALS", "--", "x"], "cosched: --env wants KEY=VALUE"),
-        (["submit", "--size", "0", "--", "x"], "cosched: size must be a whole number >= 1"),
-        (["submit", "--spec", "/nonexistent.toml"], "cosched: cannot read --spec"),
-        (["controller", "set", "quantum"], "cosched: set wants KEY=VALUE"),
-        (["controller", "set", "speed=3"], "cosched: unknown setting 'speed'; settable: quantum"),
-        (["controller", "set", "max_slots=two"], "cosched: max_slots='two': want a whole"),
-        (["controller", "set", "quantum=none"], "cosched: quantum needs a number of seconds"),
+        (["submit", "--size", "2"], "cosched: error: nothing to run: give the command after '--'"),
+        (["submit", "--env", "NOEQUALS", "--", "x"], "cosched: error: --env wants KEY=VALUE"),
+        (["submit", "--size", "0", "--", "x"], "cosched: error: size must be a whole number >= 1"),
+        (["submit", "--spec", "/nonexistent.toml"], "cosched: error: cannot read --spec"),
+        (["controller", "set", "quantum"], "cosched: error: set wants KEY=VALUE"),
+        (
+            ["controller", "set", "speed=3"],
+            "cosched: error: unknown setting 'speed'; settable: quantum",
+        ),
+        (["controller", "set", "max_slots=two"], "cosched: error: max_slots='two': want a whole"),
+        (
+            ["controller", "set", "quantum=none"],
+            "cosched: error: quantum needs a number of seconds",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -144,7 +152,7 @@ def test_controller_refusal_is_its_one_line(fake: FakeClient, capsys: Any) -> No
     fake.answers["kill"] = ControllerError("kill: job 9 belongs to bob; only bob or an operator")
     assert main(["kill", "9"]) == 2
     assert _one_line_error(capsys) == (
-        "cosched: kill: job 9 belongs to bob; only bob or an operator"
+        "cosched: error: kill: job 9 belongs to bob; only bob or an operator"
     )
     assert fake.closed == 1
 
@@ -211,7 +219,7 @@ def test_watch_redraws_until_ctrl_c(
         if len(naps) == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("testbed.controller_cli.time.sleep", sleep)
+    monkeypatch.setattr("testbed.commands.jobs.time.sleep", sleep)
     assert main(["jobs", "--watch", "0.5"]) == 0
     out = capsys.readouterr().out
     assert out.count("\033[H\033[2J") == 3 and out.count("no jobs") == 3
@@ -226,7 +234,7 @@ def test_watch_keeps_going_through_an_error(
     def sleep(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("testbed.controller_cli.time.sleep", sleep)
+    monkeypatch.setattr("testbed.commands.jobs.time.sleep", sleep)
     assert main(["matrix", "-w"]) == 0
     assert "every 2s: cosched matrix" in capsys.readouterr().out
 

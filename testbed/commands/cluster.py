@@ -1,0 +1,195 @@
+"""``cosched cluster up|status|down`` and ``cosched clean``: the local emulated cluster.
+
+The work is testbed/cluster (namespaces, links, shaping, cgroups, agents);
+this module is its command line. Refusals are
+:class:`testbed.cluster.errors.ClusterError`, printed as one line by
+``testbed.cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from testbed.cluster import clean as clean_mod
+from testbed.cluster import cluster as cluster_mod
+from testbed.cluster.errors import ClusterError
+from testbed.cluster.names import DEFAULT_CTL_SUBNET, DEFAULT_DATA_SUBNET, MAX_NODES, AddressPlan
+from testbed.cluster.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, parse_profile
+
+from . import command_parser
+
+_PROFILE_HELP = (
+    "link profile of the data network: "
+    + ", ".join(v.describe() for v in BUILTIN_PROFILES.values())
+    + ", or custom:rate=500mbit,delay=20us,jitter=5us,loss=0.1. "
+    "Built-ins accept the same overrides, e.g. gige:loss=0.5. "
+    f"Default: {DEFAULT_PROFILE}."
+)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``cluster`` (up/status/down) and ``clean`` on an argparse subparsers object."""
+    cl = command_parser(
+        subparsers,
+        "cluster",
+        "the local emulated cluster (network namespaces, shaped links, node cgroups)",
+        "Manage the local emulated cluster: one network namespace per node, "
+        "a shaped data network, an unshaped control network reaching the host, "
+        "per-node CPU capacity and one agent per node.",
+        "  sudo cosched cluster up --nodes 4 --link gige\n"
+        "  cosched cluster status\n"
+        "  sudo cosched cluster down",
+    )
+    sub = cl.add_subparsers(dest="cluster_command", metavar="{up,status,down}")
+    sub.required = True
+
+    up = command_parser(
+        sub,
+        "up",
+        "create the cluster",
+        "Create N nodes n0..n{N-1} (netns cosched-n<i>), the data bridge "
+        "(netns cosched-data) and the control bridge (netns cosched-ctl, host side on "
+        "csc-host), and start one agent per node. Needs root. Rolls back completely on any "
+        "failure; refuses while a cluster is up (`cosched cluster down` first).",
+        "  sudo cosched cluster up --nodes 4\n"
+        "  sudo cosched cluster up --nodes 8 --link gige:loss=0.1 --cpus-per-node 1\n"
+        "  sudo cosched cluster up --nodes 2 --cpus-per-node 0.5 --cpu-mechanism shared\n"
+        "  sudo cosched cluster up --nodes 2 --no-agents     # network and cgroups only",
+    )
+    up.add_argument(
+        "--nodes", "-n", type=int, required=True, help=f"number of nodes, 1..{MAX_NODES}"
+    )
+    up.add_argument("--link", default=DEFAULT_PROFILE, metavar="PROFILE", help=_PROFILE_HELP)
+    up.add_argument(
+        "--cpus-per-node",
+        type=float,
+        default=None,
+        metavar="F",
+        help="CPU capacity of each node: dedicated cores via cpuset when F is whole and "
+        "nodes*F fits the host's cores, else CFS bandwidth (period 10 ms, quota F*10 ms). "
+        "Default: unlimited.",
+    )
+    up.add_argument(
+        "--cpu-mechanism",
+        default="auto",
+        choices=["auto", "cpuset", "shared", "cfs"],
+        help="how --cpus-per-node is enforced: auto (as above), cpuset, cfs, or shared "
+        "(F = 1/k: k nodes share one core through cpuset, nothing throttled; best for "
+        "paired gang, where I/O ranks must wake promptly beside a CPU-bound neighbour)",
+    )
+    up.add_argument(
+        "--cfs-period-us",
+        type=int,
+        default=10_000,
+        metavar="US",
+        help="CFS bandwidth period in microseconds (default 10000; 1000..1000000). Shorter "
+        "bounds how long a waking task waits while its node is throttled",
+    )
+    up.add_argument(
+        "--no-agents",
+        dest="agents",
+        action="store_false",
+        help="do not start the per-node agents (network and cgroups only)",
+    )
+    up.add_argument(
+        "--data-subnet", default=DEFAULT_DATA_SUBNET, help="data network (default %(default)s)"
+    )
+    up.add_argument(
+        "--control-subnet",
+        default=DEFAULT_CTL_SUBNET,
+        help="control network (default %(default)s); the host takes .254 of a /24",
+    )
+    up.add_argument("--host-ip", default=None, help="host (controller) address on the control net")
+    up.set_defaults(func=cmd_up)
+
+    st = command_parser(
+        sub,
+        "status",
+        "show nodes, addresses, shaping read back from the kernel, agents",
+        "Show the recorded cluster as the kernel sees it now: qdiscs and classes "
+        "read back, delay mechanism (netem or userspace), CPU mechanism, agent PIDs and "
+        "whether their metrics endpoints answer (1 s timeout). Exit status 1 when no "
+        "cluster is up.",
+        "  cosched cluster status\n  cosched cluster status --json --no-probe",
+    )
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    st.add_argument("--no-probe", dest="probe", action="store_false", help="skip metrics probes")
+    st.set_defaults(func=cmd_status)
+
+    dn = command_parser(
+        sub,
+        "down",
+        "remove exactly what `up` recorded (idempotent)",
+        "Stop the agents and remove the namespaces, links, qdiscs, cgroups and key "
+        "recorded in the state file. Safe to repeat. After a crash use `cosched clean`.",
+        "  sudo cosched cluster down",
+    )
+    dn.set_defaults(func=cmd_down)
+
+    cn = command_parser(
+        subparsers,
+        "clean",
+        "remove every cosched namespace, link and node cgroup, even after a crash",
+        "Tear down the recorded cluster if any, then scan for cosched- network "
+        "namespaces, csd-/csc- links and node cgroups cosched/n<i> "
+        "(the cosched root too when nothing else is in it) and remove them. Processes are "
+        "killed only by recorded PID (start time checked) or because they sit inside a "
+        "cosched cgroup; never by name.",
+        "  sudo cosched clean",
+    )
+    cn.set_defaults(func=cmd_clean)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    try:
+        profile = parse_profile(args.link)
+        addrs = AddressPlan.build(args.data_subnet, args.control_subnet, args.host_ip)
+    except ValueError as err:
+        raise ClusterError(str(err), fix="see `cosched cluster up --help`") from None
+    config = cluster_mod.ClusterConfig(
+        nodes=args.nodes,
+        profile=profile,
+        cpus_per_node=args.cpus_per_node,
+        cpu_mechanism=args.cpu_mechanism,
+        cfs_period_us=args.cfs_period_us,
+        addresses=addrs,
+        start_agents=args.agents,
+    )
+    st = cluster_mod.up(config)
+    print(
+        f"cluster up: {len(st.nodes)} node(s), link {profile.describe()}, "
+        f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}"
+    )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    report = cluster_mod.status(probe=args.probe)
+    if report is None:
+        print("no cluster is up (no state file)")
+        return 1
+    print(json.dumps(report, indent=2) if args.json else cluster_mod.format_status(report))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    existed, problems = cluster_mod.down()
+    if not existed:
+        print("no cluster recorded; nothing to do (after a crash, run `cosched clean`)")
+        return 0
+    for p in problems:
+        print(f"problem: {p}", file=sys.stderr)
+    if problems:
+        print("teardown incomplete; the state file was kept; retry or run `cosched clean`")
+        return 1
+    print("cluster down")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    rep = clean_mod.clean()
+    print(rep.format())
+    return 1 if rep.problems else 0

@@ -1,0 +1,295 @@
+"""``cosched simulate`` and ``cosched policies``: the discrete-event simulator."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from common.errors import CoschedError, UsageError
+from controller.policies.base import PolicyError
+from controller.policies.registry import REGISTRY, lookup, make_policy, parse_params
+
+from . import command_parser
+
+SIMULATE_HELP = """\
+Run scheduling policies in the discrete-event simulator and print a summary table.
+
+Workloads:
+  lublin            the Lublin-Feitelson (2003) model (batch + interactive types), --jobs, --seed
+  lublin1           the same model in its single-type mode
+  mix:I             seed 000 §4.1: I I/O-bound and 4-I compute-bound jobs as wide as the machine
+  swf:PATH          a Standard Workload Format trace (Parallel Workloads Archive semantics)
+  SPEC.toml         a workload spec file (docs/simulator.md)
+
+Several policies (comma-separated) run on exactly the same workload. --loads sweeps the
+offered load by scaling interarrival times. Results go to --out as summary.json, one CSV of
+per-job metrics per run, and with --plot PNGs (jobs in system; slowdown vs load).
+
+examples:
+  cosched simulate --policy easy,conservative --nodes 100 \
+      --workload swf:../shared/traces/KTH-SP2-1996-2.1-filtered.swf
+  cosched simulate --policy gang,paired-gang --workload lublin --nodes 16 --profile heterogeneous
+  cosched simulate --policy paired-gang --param matching=best-fit --workload lublin --mode fluid
+"""
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``simulate`` and ``policies`` on ``sub``."""
+    p = sub.add_parser(
+        "simulate",
+        help="run policies in the discrete-event simulator",
+        description=SIMULATE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--policy",
+        required=True,
+        help="policy name, or several separated by commas (see `cosched policies`)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a policy parameter, repeatable (applies to every listed policy that has it)",
+    )
+    p.add_argument("--workload", default="lublin", help="lublin | swf:PATH | SPEC.toml")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="machine size (default: 128, or the trace's MaxProcs)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="lublin: jobs to generate (default 1000); swf: keep the first N (default all)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed of the workload (default 1)")
+    p.add_argument(
+        "--load", type=float, default=None, help="scale interarrival times to this offered load"
+    )
+    p.add_argument("--loads", default=None, help="comma-separated loads to sweep, e.g. 0.5,0.7,0.9")
+    p.add_argument(
+        "--profile",
+        default=None,
+        choices=["compute", "homogeneous", "heterogeneous", "qcrd"],
+        help="CPU/I-O profile given to every job (default: as the workload says; compute-bound)",
+    )
+    p.add_argument(
+        "--mode",
+        default=None,
+        choices=["exact", "fluid"],
+        help="gang execution model (default exact; fluid for > 20,000 jobs)",
+    )
+    p.add_argument(
+        "--quantum", type=float, default=1.0, help="quantum length in seconds (default 1)"
+    )
+    p.add_argument(
+        "--context-switch",
+        type=float,
+        default=0.0,
+        help="context-switch cost in seconds (default 0)",
+    )
+    p.add_argument(
+        "--interference",
+        type=float,
+        default=0.05,
+        help="speed lost while sharing a node, 0..1 (default 0.05)",
+    )
+    p.add_argument(
+        "--skip-bad-lines", action="store_true", help="skip malformed SWF lines (they are counted)"
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("results/sim"), help="output folder (default results/sim)"
+    )
+    p.add_argument("--plot", action="store_true", help="write PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_simulate)
+
+    q = command_parser(
+        sub,
+        "policies",
+        "list the scheduling policies and their parameters",
+        "List every policy the simulator and controller know: name, family (batch or "
+        "gang), what it does, and each parameter with its default, type and choices. "
+        "Give parameters with --param KEY=VALUE to `cosched simulate` or "
+        "`cosched controller start`.",
+        "  cosched policies\n"
+        "  cosched simulate --policy paired-gang --param matching=best-fit --workload lublin",
+    )
+    q.set_defaults(func=cmd_policies)
+
+
+class SimulateError(UsageError):
+    """A policy, parameter, workload or setting the simulator cannot use (exit status 2)."""
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    for entry in REGISTRY.values():
+        print(f"{entry.name}  [{entry.family}]  {entry.summary}")
+        for p in entry.params:
+            choice = f" (one of: {', '.join(p.choices)})" if p.choices else ""
+            print(f"    {p.name}={p.default!s:<10} {p.kind.__name__:<5} {p.help}{choice}")
+    return 0
+
+
+def _parse_kv(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SimulateError(
+                f"--param {item!r}: expected KEY=VALUE", fix="e.g. --param max_slots=4"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _default_nodes(workload: str) -> int:
+    """The trace's MaxProcs for an SWF workload (read from its header only), else 128."""
+    path: str | None = None
+    if workload.startswith("swf:"):
+        path = workload[4:]
+    elif workload.endswith(".toml"):
+        from testbed.sim.workloads.spec import WorkloadError, load_workload_spec
+
+        try:
+            spec = load_workload_spec(workload)
+        except (WorkloadError, OSError):
+            return 128  # resolve_workload reports the problem with the spec
+        if spec.source == "swf" and spec.path is not None:
+            path = str(spec.path)
+    if path is not None:
+        from testbed.sim.workloads.swf import SwfHeader
+
+        try:
+            with open(path) as fh:
+                comments = []
+                for line in fh:
+                    if not line.lstrip().startswith(";"):
+                        break
+                    comments.append(line)
+        except OSError:
+            return 128  # the workload loader reports the missing file
+        size = SwfHeader.from_comments(comments).machine_size
+        if size:
+            return size
+    return 128
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from testbed.sim.engine import simulate
+    from testbed.sim.metrics import job_metrics, summarize, write_csv, write_json
+    from testbed.sim.report import plot_jobs_in_system, plot_slowdown_vs_load, table
+    from testbed.sim.results import SimConfig
+    from testbed.sim.workloads.spec import WorkloadError, resolve_workload
+
+    try:
+        policies = [name.strip() for name in args.policy.split(",") if name.strip()]
+        raw = _parse_kv(args.param)
+        entries = [lookup(name) for name in policies]
+        for key in raw:
+            if not any(key in {p.name for p in e.params} for e in entries):
+                parse_params(entries[0], {key: raw[key]})  # raises with the valid list
+        typed = {
+            e.name: parse_params(
+                e, {k: v for k, v in raw.items() if k in {p.name for p in e.params}}
+            )
+            for e in entries
+        }
+        loads = [float(x) for x in args.loads.split(",")] if args.loads else [args.load]
+    except (PolicyError, ValueError) as exc:
+        # policies are pure and know nothing of CoschedError: wrap here
+        raise SimulateError(str(exc), fix="see `cosched policies`") from None
+    nodes = args.nodes if args.nodes is not None else _default_nodes(args.workload)
+    if nodes < 1:
+        raise SimulateError(f"--nodes must be >= 1, got {nodes}")
+    workloads = []
+    try:
+        for load in loads:
+            jobs, info = resolve_workload(
+                args.workload,
+                nodes=nodes,
+                seed=args.seed,
+                jobs=args.jobs,
+                load=load,
+                profile=args.profile,
+                skip_bad_lines=args.skip_bad_lines or None,
+            )
+            workloads.append((load, jobs, info))
+    except (WorkloadError, OSError) as exc:
+        why = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            where = str(exc.filename or "")
+            why = exc.strerror if where in args.workload else f"{where}: {exc.strerror}"
+        raise SimulateError(
+            f"workload {args.workload}: {why}",
+            fix="give lublin, mix:I, swf:PATH or SPEC.toml (see `cosched simulate --help`)",
+        ) from None
+    info = workloads[0][2]
+    if info.skipped_lines:
+        print(f"skipped {info.skipped_lines} malformed lines of {args.workload}", file=sys.stderr)
+    mode = args.mode or ("fluid" if info.n_jobs > 20000 else "exact")
+    try:
+        config = SimConfig(
+            nodes=nodes,
+            quantum=args.quantum,
+            context_switch=args.context_switch,
+            interference=args.interference,
+            mode=mode,
+        )
+    except ValueError as exc:
+        raise SimulateError(str(exc)) from None
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot create --out {args.out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+    summaries = []
+    results = []
+    for load, jobs, info in workloads:
+        for entry in entries:
+            try:
+                policy = make_policy(entry.name, nodes, typed[entry.name])
+            except PolicyError as exc:  # a value the constructor refuses (e.g. band=-1)
+                raise SimulateError(str(exc), fix="see `cosched policies`") from None
+            res = _run_one(simulate, jobs, policy, config, quiet=args.quiet, label=entry.name)
+            rows = job_metrics(res)
+            summary = summarize(res, rows)
+            summary.load = info.offered_load
+            summaries.append(summary)
+            results.append(res)
+            tag = entry.name if load is None else f"{entry.name}-load{load:g}"
+            write_csv(args.out / f"jobs-{tag}.csv", rows)
+            write_json(args.out / f"summary-{tag}.json", summary, res)
+    gang = any(e.family == "gang" for e in entries)
+    where = f"; gang execution model {mode}" if gang else ""
+    print(f"workload: {workloads[0][2].description}; nodes {nodes}{where}")
+    print(table(summaries))
+    for s, res in zip(summaries, results, strict=True):
+        for job_id, why in res.rejected[:5]:
+            print(f"rejected job {job_id} ({s.policy}): {why}")
+        if len(res.rejected) > 5:
+            print(f"... and {len(res.rejected) - 5} more rejected ({s.policy})")
+    if args.plot:
+        plot_jobs_in_system(args.out / "jobs_in_system.png", results[-len(entries) :])
+        if len(loads) > 1:
+            plot_slowdown_vs_load(args.out / "slowdown_vs_load.png", summaries)
+    print(f"results in {args.out}/")
+    return 0
+
+
+def _run_one(simulate: Any, jobs: Any, policy: Any, config: Any, *, quiet: bool, label: str) -> Any:
+    """Run with a progress bar that appears only if the run takes over a second."""
+    if quiet:
+        return simulate(jobs, policy, config)
+    from tqdm import tqdm
+
+    # disable=None: no bar when stderr is not a terminal (CI logs, pipes)
+    with tqdm(total=len(jobs), desc=label, unit="job", delay=1.0, leave=False, disable=None) as bar:
+        return simulate(jobs, policy, config, progress=bar.update)
