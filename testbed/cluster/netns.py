@@ -13,7 +13,6 @@ import os
 from pyroute2 import netns as _pr_netns
 
 NETNS_RUN_DIR = "/run/netns"
-CLONE_NEWNET = 0x40000000
 
 
 def list_netns() -> list[str]:
@@ -55,23 +54,28 @@ def netns_inode(name: str) -> int | None:
 class NetnsEnterer:
     """Callable for ``subprocess.Popen(preexec_fn=...)`` that moves the child.
 
-    The namespace file is opened and libc resolved in the parent, so the code
-    running between fork and exec only makes one system call (no imports, no
-    allocation that could deadlock on a lock held by another parent thread).
-    Python 3.11 has no ``os.setns``, hence ctypes.
+    The move is pyroute2's own :func:`pyroute2.netns.setns`, called the one way
+    that is safe between fork and exec: with a namespace *file descriptor*
+    opened here in the parent (a name would make pyroute2 list /run/netns and,
+    with its default ``O_CREAT``, even fork a helper to create a missing
+    namespace) and with the C library handle resolved here too (pyroute2 would
+    otherwise ``dlopen`` it lazily in the child). What runs in the child is
+    then one ``setns(2)`` system call through pyroute2's per-architecture
+    syscall table, and the ``cgroup.procs`` writes: no imports, no allocation
+    that could deadlock on a lock held by another parent thread.
+    (Python 3.12 has ``os.setns``; we support 3.11.)
     """
 
     def __init__(self, name: str, extra: list[tuple[str, str]] | None = None) -> None:
         self.fd = os.open(os.path.join(NETNS_RUN_DIR, name), os.O_RDONLY | os.O_CLOEXEC)
-        libname = ctypes.util.find_library("c") or "libc.so.6"
-        self._libc = ctypes.CDLL(libname, use_errno=True)
+        self._libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         # (path of a cgroup.procs file) written with the child's PID before exec,
         # so the process and everything it forks start inside the node's cgroups.
         self.cgroup_procs = [p for p, _ in (extra or [])]
 
     def __call__(self) -> None:
-        if self._libc.setns(self.fd, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), "setns failed")
+        # flags=0: never create; an fd is used as given and not closed by pyroute2.
+        _pr_netns.setns(self.fd, flags=0, libc=self._libc)
         pid = str(os.getpid()).encode()
         for path in self.cgroup_procs:
             fd = os.open(path, os.O_WRONLY)
