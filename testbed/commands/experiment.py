@@ -84,7 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ) from None
     except (SpecError, ValueError) as exc:
         raise ExperimentSpecError(
-            str(exc), fix="see experiments/paired-vs-gang.toml for a complete spec"
+            str(exc), fix="give an experiment TOML, e.g. experiments/paired-vs-gang.toml"
         ) from None
     out = args.out or Path("results") / spec.name
     try:

@@ -222,12 +222,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             )
             workloads.append((load, jobs, info))
     except (WorkloadError, OSError) as exc:
-        why = str(exc)
-        if isinstance(exc, OSError) and exc.strerror:
+        what = str(exc)  # a WorkloadError names the workload itself
+        if isinstance(exc, OSError):
             where = str(exc.filename or "")
-            why = exc.strerror if where in args.workload else f"{where}: {exc.strerror}"
+            why = exc.strerror or str(exc)
+            why = why if where in args.workload else f"{where}: {why}"
+            what = f"--workload {args.workload}: {why}"
         raise SimulateError(
-            f"workload {args.workload}: {why}",
+            what,
             fix="give lublin, mix:I, swf:PATH or SPEC.toml (see `cosched simulate --help`)",
         ) from None
     info = workloads[0][2]

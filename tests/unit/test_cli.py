@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from controller.policies.registry import names
-from testbed.cli import main
+from testbed.cli import build_parser, main
 
 SWF_LINE = "{id} {sub} 0 {run} {size} -1 -1 {size} {est} -1 1 1 1 -1 1 -1 -1 -1\n"
 
@@ -155,3 +157,24 @@ def test_impossible_sim_config_is_refused(
     )
     assert rc == 2
     assert "quantum must be > 0" in capsys.readouterr().err
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[Any]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.append((" ".join((*path, name)), sub))
+                found += _commands(sub, (*path, name))
+    return found
+
+
+def test_every_command_help_has_a_description_and_an_example() -> None:
+    commands = _commands(build_parser())
+    assert {"simulate", "policies", "cluster up", "controller start", "submit"} <= {
+        name for name, _ in commands
+    }
+    for name, sub in commands:
+        text = sub.format_help()
+        assert sub.description, name
+        assert "example" in text and "cosched " in text.split("example")[1], name
