@@ -176,7 +176,14 @@ class Daemon:
             self.reconcile_report = self.sched.reconcile()
             log.info("restored %d job(s) from %s", len(self.sched.jobs), self.cfg.checkpoint)
         if self.cfg.metrics is not None:
-            self.metrics.serve(*self.cfg.metrics)
+            try:
+                self.metrics.serve(*self.cfg.metrics)
+            except OSError as e:
+                host, port = self.cfg.metrics
+                raise CoschedError(
+                    f"cannot serve metrics on {host}:{port}: {e.strerror or e}",
+                    fix="give another --metrics HOST:PORT",
+                ) from None
         sock = controller_socket(self.cfg.run_dir)
         try:
             self.server = Server(

@@ -241,3 +241,24 @@ def test_agent_daemon_refuses_a_readable_key(tmp_path: Path, capsys: Any) -> Non
     key = key_file(tmp_path, 0o640)
     assert agent_main(["--node", "n0", "--listen", "127.0.0.1:0", "--key-file", key]) == 1
     assert f"chmod 600 {key}" in one_line(capsys, "agent")
+
+
+def test_controller_daemon_busy_metrics_port_is_one_line(tmp_path: Path) -> None:
+    from common.errors import CoschedError
+    from controller.daemon import Daemon, DaemonConfig
+    from controller.nodes import NodeInfo
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        node = NodeInfo("n0", ("127.0.0.1", refused_port()), "127.0.0.1")
+        cfg = DaemonConfig(policy="gang", params={}, nodes=[node], key=b"k" * 32,
+                           run_dir=str(tmp_path), metrics=("127.0.0.1", port))  # fmt: skip
+        daemon = Daemon(cfg)
+        daemon.pool.connect_all = lambda deadline_s=0: None  # type: ignore[method-assign]
+        try:
+            with pytest.raises(CoschedError, match=f"cannot serve metrics on 127.0.0.1:{port}"):
+                daemon.start()
+        finally:
+            daemon.close()
