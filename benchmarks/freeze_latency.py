@@ -90,7 +90,7 @@ def main() -> int:
     print(f"{args.switches} freeze+thaw switches per row; latency to kernel confirmation, ms")
     print(
         f"{'freezer':>7} {'procs':>5} | {'freeze p50':>10} {'p99':>7} | {'thaw p50':>8} {'p99':>7}"
-    )  # noqa: E501
+    )
     rows: dict[tuple[str, int], tuple[float, float]] = {}
     for procs in (int(x) for x in args.procs.split(",")):
         for name, cg in layers.items():

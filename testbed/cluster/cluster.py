@@ -491,6 +491,10 @@ def _tc(env: Env, ns: str, ifname: str, present: set[str]) -> str:
         return f"(unreadable: {err})"
 
 
+def _rt(value: object) -> str:
+    return f"{value} us/s" if isinstance(value, int) else str(value)
+
+
 def format_status(report: dict[str, Any]) -> str:
     p = LinkProfile.from_dict(report["profile"])
     lines = [
@@ -506,7 +510,7 @@ def format_status(report: dict[str, Any]) -> str:
         ),
         f"cpu capacity: {report['cpu_mechanism']}"
         + (f" ({report['cpus_per_node']:g} CPUs/node)" if report["cpus_per_node"] else "")
-        + f"; real-time budget per node: {report.get('rt_runtime_us_per_node')} us/s",
+        + f"; real-time budget per node: {_rt(report.get('rt_runtime_us_per_node'))}",
         f"cgroups: {report.get('cgroups')}"
         + ("" if report.get("weights_enforced") is not False else " (job weights NOT enforced)"),
         f"controller (host) address: {report['host_ctl_ip']} on {HOST_CTL_IF}",

@@ -57,7 +57,10 @@ def add_commands(subparsers: Any) -> None:
         "  sudo cosched cluster up --nodes 4\n"
         "  sudo cosched cluster up --nodes 8 --link gige:loss=0.1 --cpus-per-node 1\n"
         "  sudo cosched cluster up --nodes 2 --cpus-per-node 0.5 --cpu-mechanism shared\n"
-        "  sudo cosched cluster up --nodes 2 --no-agents     # network and cgroups only",
+        "  sudo cosched cluster up --nodes 2 --no-agents     # network and cgroups only\n"
+        "  sudo cosched cluster up --nodes 2 --cgroup v2      # cgroup2 alone on a hybrid host\n"
+        "  sudo systemd-run --scope -p Delegate=yes cosched cluster up --nodes 4"
+        "   # cgroup-v2 host with systemd",
     )
     up.add_argument(
         "--nodes", "-n", type=int, required=True, help=f"number of nodes, 1..{MAX_NODES}"
@@ -87,6 +90,15 @@ def add_commands(subparsers: Any) -> None:
         metavar="US",
         help="CFS bandwidth period in microseconds (default 10000; 1000..1000000). Shorter "
         "bounds how long a waking task waits while its node is throttled",
+    )
+    up.add_argument(
+        "--cgroup",
+        default="auto",
+        choices=["auto", "v1", "v2"],
+        help="which cgroup hierarchies: auto (per controller: a v1 hierarchy where one is "
+        "mounted, else cgroup2), v1, or v2 (cgroup2 alone). On a cgroup-v2 host run by "
+        "systemd, cosched works below its own cgroup, which must be delegated "
+        "(Delegate=yes; see docs/cluster.md)",
     )
     up.add_argument(
         "--no-agents",
@@ -134,7 +146,8 @@ def add_commands(subparsers: Any) -> None:
         "clean",
         "remove every cosched namespace, link and node cgroup, even after a crash",
         "Tear down the recorded cluster if any, then scan for cosched- network "
-        "namespaces, csd-/csc- links and node cgroups cosched/n<i> "
+        "namespaces, csd-/csc- links and node cgroups cosched/n<i> in every v1 hierarchy "
+        "and in cgroup2, at the root or below a delegated unit "
         "(the cosched root too when nothing else is in it) and remove them. Processes are "
         "killed only by recorded PID (start time checked) or because they sit inside a "
         "cosched cgroup; never by name.",
@@ -157,11 +170,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         cfs_period_us=args.cfs_period_us,
         addresses=addrs,
         start_agents=args.agents,
+        cgroup=args.cgroup,
     )
     st = cluster_mod.up(config)
     print(
         f"cluster up: {len(st.nodes)} node(s), link {profile.describe()}, "
-        f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}"
+        f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}, "
+        f"cgroups {st.cgroup_layout.get('mode')}"
     )
     return 0
 
