@@ -22,11 +22,11 @@ import urllib.request
 
 import psutil
 
+from common.names import AGENT_PORT, METRICS_PORT
+
 from .netns import NetnsEnterer
 from .state import AgentRecord
 
-AGENT_PORT = 7070
-METRICS_PORT = 9100
 START_GRACE_S = 0.5
 
 

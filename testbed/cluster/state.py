@@ -20,16 +20,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from common import keys
+from common.names import CLUSTER_KEY_FILE as KEY_FILE
+from common.names import CLUSTER_STATE_FILE as STATE_FILE
+from common.names import state_dir as state_dir
 
-STATE_ENV = "COSCHED_STATE_DIR"
-DEFAULT_STATE_DIR = "/run/cosched"
-STATE_FILE = "cluster.json"
-KEY_FILE = "cluster.key"
 STATE_VERSION = 1
-
-
-def state_dir() -> str:
-    return os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR
 
 
 def state_path(directory: str | None = None) -> str:
