@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         node=args.node,
         listen=args.listen,
         key=read_key(args.key_file),
-        cgroup_parent=args.cgroup_parent or f"cosched/{args.node}",
+        # "" = cosched/<node> below the host's base (a systemd-delegated unit on v2)
+        cgroup_parent=args.cgroup_parent or "",
         run_dir=Path(args.run_dir or f"/tmp/cosched/{args.node}"),
         metrics=args.metrics,
         failsafe_timeout=args.failsafe_timeout,

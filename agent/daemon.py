@@ -24,11 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from agent import wire
-from agent.cgroups import DEFAULT_WEIGHT, CgroupDriver, CgroupError, FreezeError, make_driver
 from agent.failsafe import FailSafe, Transition
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
 from agent.metrics import AgentMetrics, Snapshot
 from agent.realtime import set_realtime
+from common.cgroups import (
+    DEFAULT_WEIGHT,
+    CgroupError,
+    FreezeError,
+    base_join,
+    open_cgroups,
+    prepare_base,
+)
+from common.cgroups import Cgroups as CgroupDriver
 
 log = logging.getLogger("agent")
 
@@ -37,6 +45,9 @@ log = logging.getLogger("agent")
 # SIGCHLD) or a missed signal is noticed. Fewer wakeups = less agent CPU.
 REAP_INTERVAL = 0.5
 MAX_QUEUED_EVENTS = 10000
+# The agent's own leaf below its node group: cgroup v2 enables controllers
+# (cpu.weight for the jobs) only in groups that hold no process themselves.
+AGENT_LEAF = "agent"
 
 
 _WAKEUP = object()  # selector tag of the signal wake-up pipe
@@ -60,7 +71,7 @@ class AgentConfig:
     node: str
     listen: tuple[str, int]
     key: bytes
-    cgroup_parent: str
+    cgroup_parent: str  # "" = cosched/<node> below the layout's base
     run_dir: Path
     metrics: tuple[str, int] | None = None
     failsafe_timeout: float = 2.0
@@ -89,12 +100,19 @@ class Agent:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cfg = config
-        self.driver = driver or make_driver(
-            config.backend,
-            config.cgroup_root,
+        explicit = bool(config.cgroup_parent.strip("/"))
+        self.driver = driver or open_cgroups(
+            config.backend or "auto",
+            root=config.cgroup_root,
+            # An explicit parent (the cluster gives one) needs no base lookup.
+            base="" if explicit else None,
             freeze_timeout=config.freeze_timeout,
         )
-        self.parent = config.cgroup_parent.strip("/")
+        self.parent = (
+            config.cgroup_parent.strip("/")
+            if explicit
+            else base_join(self.driver.layout.base, "cosched", config.node)
+        )
         self.jobs: dict[str, Job] = {}
         self.failsafe = FailSafe(config.failsafe_timeout, clock)
         self.lock = threading.Lock()
@@ -112,6 +130,10 @@ class Agent:
     # ---- lifecycle --------------------------------------------------------
     def start(self) -> None:
         self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
+        prepare_base(self.driver)  # a delegated unit's processes go to a leaf
+        self.driver.ensure_parent(self.parent, ())
+        if os.getpid() in self.driver.pids(self.parent):
+            self.driver.enter_leaf(self.parent, AGENT_LEAF, os.getpid())
         self.driver.ensure_parent(self.parent)
         try:
             self.driver.pin_freezer(self.parent)

@@ -281,6 +281,7 @@ def main() -> int:
         key = secrets.token_hex(32).encode()
         key_file = tmp / "key"
         key_file.write_bytes(key)
+        key_file.chmod(0o600)  # the agent refuses a key others can read
         for n in counts:
             nodes: list[Node] = []
             try:

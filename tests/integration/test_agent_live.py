@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from agent import wire
-from agent.cgroups import V1Driver, V2Driver
 from agent.client import AgentClient, AgentError
+from common.cgroups import Cgroups, V1Driver, V2Driver
 
 REPO = Path(__file__).resolve().parents[2]
 CG = Path("/sys/fs/cgroup")
@@ -48,7 +48,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def remove_tree(drv: V1Driver | V2Driver, parent: str) -> None:
+def remove_tree(drv: Cgroups, parent: str) -> None:
     """Kill and remove every job group under parent, then parent and empty ancestors."""
     for name in drv.children(parent):
         cg = f"{parent}/{name}"
@@ -76,7 +76,7 @@ class LiveAgent:
     proc: subprocess.Popen[bytes]
     log: Path
     start: Callable[[], subprocess.Popen[bytes]]
-    driver: V1Driver | V2Driver
+    driver: Cgroups
 
     def client(self, timeout: float = 5.0) -> AgentClient:
         c = AgentClient(self.addr, self.key, timeout=timeout)
@@ -144,6 +144,7 @@ def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
         key = secrets.token_hex(32).encode()
         keyfile = tmp_path / f"{node}.key"
         keyfile.write_bytes(key)
+        keyfile.chmod(0o600)  # the agent refuses a key others can read
         port, mport = free_port(), free_port()
         log = tmp_path / f"{node}.log"
         run = tmp_path / f"{node}-run"
@@ -153,7 +154,7 @@ def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
 
         if backend == "v2":
             extra = ["--backend", "v2", "--cgroup-root", str(CG / "unified")]
-            drv: V1Driver | V2Driver = V2Driver(CG / "unified")
+            drv: Cgroups = V2Driver(CG / "unified")
         else:
             extra, drv = ["--backend", "v1"], V1Driver()
         a = LiveAgent(

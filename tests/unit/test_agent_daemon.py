@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from agent import wire
-from agent.cgroups import V1Driver
-from agent.cgroups.fake import FakeCgroupFS, fake_v1
 from agent.client import AgentClient, AgentError
 from agent.daemon import Agent, AgentConfig
 from agent.jobs import Job
+from common.cgroups import V1Driver
+from common.cgroups.fake import FakeCgroupFS, fake_v1
 
 KEY = b"unit-test-key-0123456789abcdef"
 PARENT = "cosched/u0"

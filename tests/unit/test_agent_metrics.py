@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from agent.cgroups import V1Driver
 from agent.daemon import Agent, AgentConfig
 from agent.jobs import Job
+from common.cgroups import V1Driver
 from common.cgroups.fake import fake_v1
 
 PARENT = "cosched/m0"
