@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
 import selectors
 import signal
 import socket
@@ -24,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from agent import wire
+from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
-from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
+from agent.jobs import Job, JobError, check_job_id, job_cgroup, spawn_rank
 from agent.metrics import AgentMetrics, Snapshot
 from agent.realtime import set_realtime
+from agent.server import AgentConn, AgentServer
 from common.cgroups import (
     DEFAULT_WEIGHT,
     CgroupError,
@@ -53,15 +54,6 @@ AGENT_LEAF = "agent"
 _WAKEUP = object()  # selector tag of the signal wake-up pipe
 
 
-class Refused(Exception):
-    """A well-formed, authenticated request the agent will not carry out."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
 class Stop(BaseException):
     """Raised from the SIGTERM handler to leave the loop through ``finally``."""
 
@@ -79,17 +71,6 @@ class AgentConfig:
     cgroup_root: str | None = None
     fifo_priority: int = 10  # 0 = stay SCHED_OTHER
     freeze_timeout: float = 1.0
-
-
-class _Conn:
-    def __init__(self, sock: socket.socket, peer: str, key: bytes, node: str) -> None:
-        self.sock = sock
-        self.peer = peer
-        self.decoder = wire.FrameDecoder(key)
-        self.session = wire.Session(key, f"agent:{node}")
-        self.established = False
-        self.out = bytearray()
-        self.closing = False  # close once ``out`` has drained
 
 
 class Agent:
@@ -118,14 +99,13 @@ class Agent:
         self.lock = threading.Lock()
         self.metrics = AgentMetrics(self.snapshot)
         self.sel = selectors.DefaultSelector()
-        self.conns: dict[int, _Conn] = {}
         self.events: deque[dict[str, Any]] = deque(maxlen=MAX_QUEUED_EVENTS)
         self.last_q: int | None = None
-        self.listener: socket.socket | None = None
         self._next_reap = 0.0
         self._pending_remove: dict[str, float] = {}  # cgroup -> give-up time
         self._stopping = False
-        self._handler_table = self._handlers()
+        self.api = AgentAPI(self)
+        self.server = AgentServer(self.sel, config.key, config.node, self.api.dispatch, self._heard)
 
     # ---- lifecycle --------------------------------------------------------
     def start(self) -> None:
@@ -140,10 +120,7 @@ class Agent:
         except (CgroupError, OSError) as e:
             log.warning("cannot pin the freezer on (%s): switches cost a little more", e)
         self._reattach()
-        lsock = socket.create_server(self.cfg.listen, reuse_port=False)
-        lsock.setblocking(False)
-        self.sel.register(lsock, selectors.EVENT_READ, None)
-        self.listener = lsock
+        self.server.listen(self.cfg.listen)
         if self.cfg.metrics is not None:
             self.metrics.serve(*self.cfg.metrics)
         caps = self.driver.capabilities
@@ -190,19 +167,13 @@ class Agent:
 
     def step(self, timeout: float) -> None:
         for key, mask in self.sel.select(max(0.0, timeout)):
-            if key.data is None:
-                self._accept()
+            if self.server.owns(key.data):
+                self.server.ready(key.data, mask)
             elif key.data is _WAKEUP:
                 with contextlib.suppress(BlockingIOError):
                     while os.read(key.fd, 512):
                         pass
                 self._next_reap = 0.0  # a child exited (or another signal): reap now
-            else:
-                conn: _Conn = key.data
-                if mask & selectors.EVENT_READ:
-                    self._readable(conn)
-                if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
-                    self._flush(conn)
         if self.failsafe.poll() is Transition.ACTIVATE:
             self._activate_failsafe()
         now = time.monotonic()
@@ -215,13 +186,7 @@ class Agent:
         self._release_all("agent exiting")
         with contextlib.suppress(CgroupError, OSError):
             self.driver.unpin_freezer(self.parent)
-        for conn in list(self.conns.values()):
-            self._close(conn)
-        if self.listener is not None:
-            with contextlib.suppress(KeyError, ValueError):
-                self.sel.unregister(self.listener)
-            self.listener.close()
-            self.listener = None
+        self.server.close()
         self.metrics.shutdown()
         log.info("agent %s stopped", self.cfg.node)
 
@@ -342,231 +307,32 @@ class Agent:
         )
 
     def _emit(self, event: dict[str, Any]) -> None:
-        sessions = [c for c in self.conns.values() if c.established and not c.closing]
+        sessions = self.server.sessions()
         if not sessions:
             self.events.append(event)  # delivered to the next session
             return
         for c in sessions:
-            self._send(c, wire.JOB_EVENT, event)
+            self.server.send(c, wire.JOB_EVENT, event)
 
-    # ---- sockets ---------------------------------------------------------
-    def _accept(self) -> None:
-        assert self.listener is not None
-        try:
-            sock, addr = self.listener.accept()
-        except BlockingIOError:
-            return
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Conn(sock, f"{addr[0]}:{addr[1]}", self.cfg.key, self.cfg.node)
-        self.conns[sock.fileno()] = conn
-        self.sel.register(sock, selectors.EVENT_READ, conn)
+    def _heard(self, conn: AgentConn) -> None:
+        if self.failsafe.heard() is Transition.RESUME:
+            log.warning("controller is back (%s): leaving fail-safe, obeying again", conn.peer)
 
-    def _close(self, conn: _Conn) -> None:
-        fd = conn.sock.fileno()
-        if fd >= 0:
-            with contextlib.suppress(KeyError, ValueError):
-                self.sel.unregister(conn.sock)
-            self.conns.pop(fd, None)
-        conn.sock.close()
+    @property
+    def listener(self) -> socket.socket | None:
+        return self.server.listener
 
-    def _send(self, conn: _Conn, mtype: str, data: dict[str, Any], re: int | None = None) -> None:
-        _, frame = conn.session.make(mtype, data, re)
-        if conn.out:
-            conn.out += frame
-            return
-        try:
-            n = conn.sock.send(frame)
-        except BlockingIOError:
-            n = 0
-        except OSError:
-            conn.closing = True
-            self._close(conn)
-            return
-        if n < len(frame):
-            conn.out += frame[n:]
-            self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
-
-    def _flush(self, conn: _Conn) -> None:
-        try:
-            n = conn.sock.send(conn.out)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._close(conn)
-            return
-        del conn.out[:n]
-        if not conn.out:
-            if conn.closing:
-                self._close(conn)
-            else:
-                self.sel.modify(conn.sock, selectors.EVENT_READ, conn)
-
-    def _refuse_and_close(self, conn: _Conn, err: wire.WireError) -> None:
-        log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
-        with contextlib.suppress(OSError, wire.WireError):
-            self._send(conn, wire.ERROR, {"code": err.code, "reason": str(err)})
-        conn.closing = True
-        if not conn.out:
-            self._close(conn)
-        else:
-            with contextlib.suppress(KeyError, ValueError):
-                self.sel.modify(conn.sock, selectors.EVENT_WRITE, conn)
-
-    def _readable(self, conn: _Conn) -> None:
-        try:
-            data = conn.sock.recv(1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._close(conn)
-            return
-        if not data:
-            if conn.decoder.pending:
-                log.warning("connection from %s closed inside a frame (truncated)", conn.peer)
-            self._close(conn)
-            return
-        if conn.closing:
-            return
-        try:
-            msgs = conn.decoder.feed(data)
-        except wire.WireError as e:
-            self._refuse_and_close(conn, e)
-            return
-        for msg in msgs:
-            try:
-                if not conn.established:
-                    conn.session.check(msg, opening=True)
-                    if msg.type != wire.HELLO:
-                        raise wire.Malformed("first frame must be hello")
-                else:
-                    conn.session.check(msg)
-            except wire.WireError as e:
-                self._refuse_and_close(conn, e)
-                return
-            if conn.established and self.failsafe.heard() is Transition.RESUME:
-                log.warning("controller is back (%s): leaving fail-safe, obeying again", conn.peer)
-            self._dispatch(conn, msg)
-            if conn.closing or conn.sock.fileno() < 0:
-                return
-
-    # ---- requests --------------------------------------------------------
-    def _dispatch(self, conn: _Conn, msg: wire.Message) -> None:
-        received_ns = time.monotonic_ns()
-        try:
-            wire.validate(msg)
-            handler = self._handler_table.get(msg.type)
-            if handler is None:
-                raise Refused("bad_request", f"{msg.type!r} is not a request")
-            rtype, data = handler(conn, msg)
-        except wire.BadRequest as e:
-            log.warning("bad request from %s: %s", conn.peer, e)
-            self._send(conn, wire.ERROR, {"code": e.code, "reason": str(e)}, msg.seq)
-            return
-        except Refused as e:
-            log.warning("refused %s from %s: %s", msg.type, conn.peer, e.reason)
-            self._send(conn, wire.ERROR, {"code": e.code, "reason": e.reason}, msg.seq)
-            return
-        if rtype == wire.ACK:
-            data["received_monotonic_ns"] = received_ns
-        self._send(conn, rtype, data, msg.seq)
-        if msg.type == wire.HELLO:
-            while self.events:
-                self._send(conn, wire.JOB_EVENT, self.events.popleft())
-
-    def _handlers(
+    # ---- launching -----------------------------------------------------------
+    def launch(
         self,
-    ) -> dict[str, Callable[[_Conn, wire.Message], tuple[str, dict[str, Any]]]]:
-        return {
-            wire.HELLO: self._on_hello,
-            wire.HEARTBEAT: self._on_heartbeat,
-            wire.LAUNCH: self._on_launch,
-            wire.QUANTUM: self._on_quantum,
-            wire.KILL: self._on_kill,
-            wire.STATUS: self._on_status,
-        }
-
-    def _check_node(self, msg: wire.Message) -> None:
-        node = msg.data.get("node")
-        if node != self.cfg.node:
-            raise Refused(
-                "wrong_node", f"{msg.type} addressed to node {node!r}, this is {self.cfg.node!r}"
-            )
-
-    def _on_hello(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
-        if conn.established:
-            raise Refused("bad_request", "hello on an established connection")
-        conn.session.conn = secrets.token_hex(16)
-        conn.established = True
-        log.info("session from %s (%s) established", conn.peer, msg.sender)
-        caps = self.driver.capabilities
-        return wire.HELLO, {
-            "node": self.cfg.node,
-            "nonce": msg.data["nonce"],
-            "conn": conn.session.conn,
-            "protocol": wire.VERSION,
-            "backend": self.driver.name,
-            "weights_enforced": caps.weights_enforced,
-            "failsafe_timeout": self.failsafe.timeout,
-            "failsafe_active": self.failsafe.active,
-            "pid": os.getpid(),
-        }
-
-    def _on_heartbeat(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
-        return wire.HEARTBEAT, {"node": self.cfg.node, "failsafe_active": self.failsafe.active}
-
-    def _on_status(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
-        if "node" in msg.data:
-            self._check_node(msg)
-        return wire.OK, {
-            "node": self.cfg.node,
-            "backend": self.driver.name,
-            "weights_enforced": self.driver.capabilities.weights_enforced,
-            "failsafe_active": self.failsafe.active,
-            "failsafe_activations": self.failsafe.activations,
-            "heartbeat_age_s": self.failsafe.age(),
-            "last_q": self.last_q,
-            "jobs": [j.summary() for j in self.jobs.values()],
-        }
-
-    def _on_kill(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
-        self._check_node(msg)
-        jid = msg.data["job_id"]
-        job = self.jobs.get(jid)
-        if job is None:
-            raise Refused("unknown_job", f"no job {jid!r} on node {self.cfg.node}")
-        if not job.ended:
-            kill_job(self.driver, job)
-            job.frozen = False
-            log.info("killed job %s", jid)
-            self.reap()
-        return wire.OK, {"job_id": jid, "ended": job.ended}
-
-    def _on_launch(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
-        self._check_node(msg)
-        d = msg.data
-        try:
-            jid = check_job_id(d["job_id"])
-        except JobError as e:
-            raise Refused("bad_request", str(e)) from None
-        old = self.jobs.get(jid)
-        if old is not None and not old.ended:
-            raise Refused("job_exists", f"job {jid!r} is already running on {self.cfg.node}")
-        ranks = d.get("ranks", [0])
-        env_extra = d.get("env", {})
-        weight = d.get("weight", DEFAULT_WEIGHT)
-        frozen = d.get("start_frozen", True)
-        if (
-            not isinstance(ranks, list)
-            or not ranks
-            or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks)
-            or len(set(ranks)) != len(ranks)
-            or not isinstance(env_extra, dict)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in env_extra.items())
-            or not isinstance(weight, int)
-            or not isinstance(frozen, bool)
-        ):
-            raise Refused("bad_request", "launch: bad ranks/env/weight/start_frozen")
+        jid: str,
+        d: dict[str, Any],
+        ranks: list[int],
+        env_extra: dict[str, str],
+        weight: int,
+        frozen: bool,
+    ) -> tuple[str, dict[str, Any]]:
+        """Make the job's group and start its ranks inside it (request already checked)."""
         cg = job_cgroup(self.parent, jid)
         if self.driver.exists(cg):
             raise Refused("job_exists", f"cgroup {cg} still exists")
@@ -615,17 +381,6 @@ class Agent:
             "frozen": frozen,
             "run_dir": str(out_dir),
         }
-
-    def _on_quantum(self, conn: _Conn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
-        self._check_node(msg)
-        runnable: dict[str, int] = msg.data["jobs"]
-        unknown = sorted(j for j in runnable if j not in self.jobs)
-        if unknown:
-            raise Refused("unknown_job", f"quantum {msg.data['q']}: unknown job(s) {unknown}")
-        ack = self.apply(runnable)
-        self.last_q = msg.data["q"]
-        ack.update(q=msg.data["q"], node=self.cfg.node)
-        return wire.ACK, ack
 
     # ---- enforcement -------------------------------------------------------
     def apply(self, runnable: dict[str, int]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent import wire
+from common.conn import Connection
 from controller.api import Caller
 
 log = logging.getLogger("controller.server")
@@ -54,14 +55,19 @@ def user_exists(name: str) -> bool:
         return False
 
 
-class _Conn:
-    def __init__(self, sock: socket.socket, kind: str, peer: str) -> None:
-        self.sock = sock
+class _Conn(Connection):
+    """A client: JSON lines over the unix socket, or authenticated frames over TCP."""
+
+    def __init__(
+        self,
+        sel: selectors.BaseSelector,
+        sock: socket.socket,
+        kind: str,
+        peer: str,
+        on_close: Callable[[Connection], None],
+    ) -> None:
+        super().__init__(sel, sock, peer, on_close=on_close)
         self.kind = kind
-        self.peer = peer
-        self.inbuf = bytearray()
-        self.out = bytearray()
-        self.closing = False
         self.user = ""
         self.decoder: wire.FrameDecoder | None = None
         self.session: wire.Session | None = None
@@ -115,18 +121,12 @@ class Server:
         conn: _Conn = data[1]
         if mask & selectors.EVENT_READ:
             self._readable(conn)
-        if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
-            self._flush(conn)
+        if mask & selectors.EVENT_WRITE and conn.open:
+            conn.flush()
 
     def close(self) -> None:
         for c in list(self.conns.values()):
-            # Answers already queued (a shutdown reply) go out before we close.
-            with contextlib.suppress(OSError):
-                c.sock.setblocking(True)
-                c.sock.settimeout(1.0)
-                if c.out:
-                    c.sock.sendall(bytes(c.out))
-            self._close(c)
+            c.drain_blocking()  # answers already queued (a shutdown reply) go out first
         for s in self.listeners:
             with contextlib.suppress(KeyError, ValueError):
                 self.sel.unregister(s)
@@ -143,72 +143,27 @@ class Server:
             sock, addr = lsock.accept()
         except (BlockingIOError, OSError):
             return
-        sock.setblocking(False)
         if kind == "unix":
             creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
             pid, uid, _gid = struct.unpack("3i", creds)
-            conn = _Conn(sock, kind, f"pid {pid} uid {uid}")
+            conn = _Conn(self.sel, sock, kind, f"pid {pid} uid {uid}", self._forget)
             conn.user = uid_name(uid)
         else:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _Conn(sock, kind, f"{addr[0]}:{addr[1]}")
+            conn = _Conn(self.sel, sock, kind, f"{addr[0]}:{addr[1]}", self._forget)
             assert self.key is not None
             conn.decoder = wire.FrameDecoder(self.key)
             conn.session = wire.Session(self.key, "controller")
-        self.conns[sock.fileno()] = conn
-        self.sel.register(sock, selectors.EVENT_READ, ("conn", conn))
+        self.conns[conn.fd] = conn
+        conn.register(("conn", conn))
 
-    def _close(self, conn: _Conn) -> None:
-        fd = conn.sock.fileno()
-        if fd >= 0:
-            with contextlib.suppress(KeyError, ValueError):
-                self.sel.unregister(conn.sock)
-            self.conns.pop(fd, None)
-        conn.sock.close()
-
-    def _write(self, conn: _Conn, data: bytes) -> None:
-        if conn.out:
-            conn.out += data
-            return
-        try:
-            n = conn.sock.send(data)
-        except BlockingIOError:
-            n = 0
-        except OSError:
-            self._close(conn)
-            return
-        if n < len(data):
-            conn.out += data[n:]
-            self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, ("conn", conn))
-        elif conn.closing:
-            self._close(conn)
-
-    def _flush(self, conn: _Conn) -> None:
-        try:
-            n = conn.sock.send(conn.out)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._close(conn)
-            return
-        del conn.out[:n]
-        if not conn.out:
-            if conn.closing:
-                self._close(conn)
-            else:
-                self.sel.modify(conn.sock, selectors.EVENT_READ, ("conn", conn))
+    def _forget(self, conn: Connection) -> None:
+        self.conns.pop(conn.fd, None)
 
     def _readable(self, conn: _Conn) -> None:
-        try:
-            data = conn.sock.recv(1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._close(conn)
-            return
+        data = conn.recv()
         if not data:
-            self._close(conn)
-            return
+            return  # nothing yet, or EOF (then closed)
         if conn.closing:
             return
         if conn.kind == "unix":
@@ -230,12 +185,12 @@ class Server:
                 reply: dict[str, Any] = {"ok": False, "error": f"request is not JSON: {e}"}
             else:
                 reply = self.handler(req, Caller(conn.user, "unix"))
-            self._write(conn, json.dumps(reply, separators=(",", ":")).encode() + b"\n")
-            if conn.sock.fileno() < 0:
+            conn.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
+            if not conn.open:
                 return
         if len(conn.inbuf) > MAX_LINE:
             conn.closing = True
-            self._write(conn, b'{"ok":false,"error":"request line longer than 1 MiB"}\n')
+            conn.write(b'{"ok":false,"error":"request line longer than 1 MiB"}\n')
 
     # ---- tcp: authenticated frames -------------------------------------------------
     def _refuse(self, conn: _Conn, err: wire.WireError, re: int | None = None) -> None:
@@ -244,7 +199,7 @@ class Server:
         assert conn.session is not None
         with contextlib.suppress(wire.WireError):
             _, frame = conn.session.make(wire.ERROR, {"code": err.code, "reason": str(err)}, re)
-            self._write(conn, frame)
+            conn.write(frame)
 
     def _tcp_data(self, conn: _Conn, data: bytes) -> None:
         assert conn.decoder is not None and conn.session is not None
@@ -274,7 +229,7 @@ class Server:
                     {"nonce": msg.data["nonce"], "conn": conn.session.conn, "node": "controller"},
                     msg.seq,
                 )
-                self._write(conn, frame)
+                conn.write(frame)
                 continue
             user = msg.data.get("user")
             if not isinstance(user, str) or not user:
@@ -286,6 +241,6 @@ class Server:
                 req = {"op": msg.data.get("op"), "args": msg.data.get("args", {})}
                 reply = self.handler(req, Caller(user, "tcp"))
             _, frame = conn.session.make(REPLY, reply, msg.seq)
-            self._write(conn, frame)
-            if conn.sock.fileno() < 0:
+            conn.write(frame)
+            if not conn.open:
                 return

@@ -1,0 +1,175 @@
+"""What each agent request does: validation, the answer, and the call into the agent's state.
+
+The sockets are agent/server.py; the job state machine is agent/daemon.py.
+A request that is well formed and authenticated but cannot be carried out is
+:class:`Refused` (an error frame with a code; the connection stays open).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agent import wire
+from agent.jobs import JobError, check_job_id, kill_job
+from agent.server import AgentConn
+from common.cgroups import DEFAULT_WEIGHT
+
+if TYPE_CHECKING:
+    from agent.daemon import Agent
+
+log = logging.getLogger("agent")
+
+Handler = Callable[[AgentConn, wire.Message], tuple[str, dict[str, Any]]]
+
+
+class Refused(Exception):
+    """A well-formed, authenticated request the agent will not carry out."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class AgentAPI:
+    """Message type -> handler; replies go out through the agent's server."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self._table = self._handlers()
+
+    def dispatch(self, conn: AgentConn, msg: wire.Message) -> None:
+        received_ns = time.monotonic_ns()
+        try:
+            wire.validate(msg)
+            handler = self._table.get(msg.type)
+            if handler is None:
+                raise Refused("bad_request", f"{msg.type!r} is not a request")
+            rtype, data = handler(conn, msg)
+        except wire.BadRequest as e:
+            log.warning("bad request from %s: %s", conn.peer, e)
+            self.agent.server.send(conn, wire.ERROR, {"code": e.code, "reason": str(e)}, msg.seq)
+            return
+        except Refused as e:
+            log.warning("refused %s from %s: %s", msg.type, conn.peer, e.reason)
+            self.agent.server.send(conn, wire.ERROR, {"code": e.code, "reason": e.reason}, msg.seq)
+            return
+        if rtype == wire.ACK:
+            data["received_monotonic_ns"] = received_ns
+        self.agent.server.send(conn, rtype, data, msg.seq)
+        if msg.type == wire.HELLO:
+            while self.agent.events:
+                self.agent.server.send(conn, wire.JOB_EVENT, self.agent.events.popleft())
+
+    def _handlers(self) -> dict[str, Handler]:
+        return {
+            wire.HELLO: self._on_hello,
+            wire.HEARTBEAT: self._on_heartbeat,
+            wire.LAUNCH: self._on_launch,
+            wire.QUANTUM: self._on_quantum,
+            wire.KILL: self._on_kill,
+            wire.STATUS: self._on_status,
+        }
+
+    def _check_node(self, msg: wire.Message) -> None:
+        node = msg.data.get("node")
+        if node != self.agent.cfg.node:
+            raise Refused(
+                "wrong_node",
+                f"{msg.type} addressed to node {node!r}, this is {self.agent.cfg.node!r}",
+            )
+
+    def _on_hello(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        if conn.established:
+            raise Refused("bad_request", "hello on an established connection")
+        conn.session.conn = secrets.token_hex(16)
+        conn.established = True
+        log.info("session from %s (%s) established", conn.peer, msg.sender)
+        caps = self.agent.driver.capabilities
+        return wire.HELLO, {
+            "node": self.agent.cfg.node,
+            "nonce": msg.data["nonce"],
+            "conn": conn.session.conn,
+            "protocol": wire.VERSION,
+            "backend": self.agent.driver.name,
+            "weights_enforced": caps.weights_enforced,
+            "failsafe_timeout": self.agent.failsafe.timeout,
+            "failsafe_active": self.agent.failsafe.active,
+            "pid": os.getpid(),
+        }
+
+    def _on_heartbeat(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        return wire.HEARTBEAT, {
+            "node": self.agent.cfg.node,
+            "failsafe_active": self.agent.failsafe.active,
+        }
+
+    def _on_status(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        if "node" in msg.data:
+            self._check_node(msg)
+        return wire.OK, {
+            "node": self.agent.cfg.node,
+            "backend": self.agent.driver.name,
+            "weights_enforced": self.agent.driver.capabilities.weights_enforced,
+            "failsafe_active": self.agent.failsafe.active,
+            "failsafe_activations": self.agent.failsafe.activations,
+            "heartbeat_age_s": self.agent.failsafe.age(),
+            "last_q": self.agent.last_q,
+            "jobs": [j.summary() for j in self.agent.jobs.values()],
+        }
+
+    def _on_kill(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        jid = msg.data["job_id"]
+        job = self.agent.jobs.get(jid)
+        if job is None:
+            raise Refused("unknown_job", f"no job {jid!r} on node {self.agent.cfg.node}")
+        if not job.ended:
+            kill_job(self.agent.driver, job)
+            job.frozen = False
+            log.info("killed job %s", jid)
+            self.agent.reap()
+        return wire.OK, {"job_id": jid, "ended": job.ended}
+
+    def _on_launch(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        d = msg.data
+        try:
+            jid = check_job_id(d["job_id"])
+        except JobError as e:
+            raise Refused("bad_request", str(e)) from None
+        old = self.agent.jobs.get(jid)
+        if old is not None and not old.ended:
+            raise Refused("job_exists", f"job {jid!r} is already running on {self.agent.cfg.node}")
+        ranks = d.get("ranks", [0])
+        env_extra = d.get("env", {})
+        weight = d.get("weight", DEFAULT_WEIGHT)
+        frozen = d.get("start_frozen", True)
+        if (
+            not isinstance(ranks, list)
+            or not ranks
+            or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks)
+            or len(set(ranks)) != len(ranks)
+            or not isinstance(env_extra, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in env_extra.items())
+            or not isinstance(weight, int)
+            or not isinstance(frozen, bool)
+        ):
+            raise Refused("bad_request", "launch: bad ranks/env/weight/start_frozen")
+        return self.agent.launch(jid, d, ranks, env_extra, weight, frozen)
+
+    def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        runnable: dict[str, int] = msg.data["jobs"]
+        unknown = sorted(j for j in runnable if j not in self.agent.jobs)
+        if unknown:
+            raise Refused("unknown_job", f"quantum {msg.data['q']}: unknown job(s) {unknown}")
+        ack = self.agent.apply(runnable)
+        self.agent.last_q = msg.data["q"]
+        ack.update(q=msg.data["q"], node=self.agent.cfg.node)
+        return wire.ACK, ack

@@ -1,0 +1,157 @@
+"""The agent's sockets: listening, connections, authenticated frames, refusals.
+
+Framing and authentication are agent/wire.py; what a request does is
+agent/api.py. A connection is a :class:`common.conn.Connection` carrying a
+frame decoder and a wire session; a frame that fails to decode or
+authenticate is answered with an error, logged, and its connection closed,
+while the agent keeps serving everyone else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import selectors
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from agent import wire
+from common.conn import Connection
+
+log = logging.getLogger("agent")
+
+_LISTEN = ("agent-listen",)
+
+
+class AgentConn(Connection):
+    """A controller's connection: decoder, session, and whether hello was done."""
+
+    def __init__(
+        self,
+        sel: selectors.BaseSelector,
+        sock: socket.socket,
+        peer: str,
+        key: bytes,
+        node: str,
+        on_close: Callable[[Connection], None],
+    ) -> None:
+        super().__init__(sel, sock, peer, on_close=on_close)
+        self.decoder = wire.FrameDecoder(key)
+        self.session = wire.Session(key, f"agent:{node}")
+        self.established = False
+
+
+class AgentServer:
+    """Accept, read, check and hand each authenticated message to ``on_message``.
+
+    ``on_message(conn, msg)`` is called for every frame that passed the
+    session checks; ``on_heard()`` first, for every frame on an established
+    session (it feeds the fail-safe).
+    """
+
+    def __init__(
+        self,
+        sel: selectors.BaseSelector,
+        key: bytes,
+        node: str,
+        on_message: Callable[[AgentConn, wire.Message], None],
+        on_heard: Callable[[AgentConn], None],
+    ) -> None:
+        self.sel = sel
+        self.key = key
+        self.node = node
+        self.on_message = on_message
+        self.on_heard = on_heard
+        self.listener: socket.socket | None = None
+        self.conns: dict[int, AgentConn] = {}
+
+    def listen(self, address: tuple[str, int]) -> None:
+        lsock = socket.create_server(address, reuse_port=False)
+        lsock.setblocking(False)
+        self.sel.register(lsock, selectors.EVENT_READ, _LISTEN)
+        self.listener = lsock
+
+    def owns(self, tag: object) -> bool:
+        return tag is _LISTEN or isinstance(tag, AgentConn)
+
+    def ready(self, tag: object, mask: int) -> None:
+        if tag is _LISTEN:
+            self._accept()
+            return
+        assert isinstance(tag, AgentConn)
+        if mask & selectors.EVENT_READ:
+            self._readable(tag)
+        if mask & selectors.EVENT_WRITE and tag.open:
+            tag.flush()
+
+    def sessions(self) -> list[AgentConn]:
+        return [c for c in self.conns.values() if c.established and not c.closing]
+
+    def send(
+        self, conn: AgentConn, mtype: str, data: dict[str, Any], re: int | None = None
+    ) -> None:
+        _, frame = conn.session.make(mtype, data, re)
+        conn.write(frame)
+
+    def close(self) -> None:
+        for conn in list(self.conns.values()):
+            conn.close()
+        if self.listener is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(self.listener)
+            self.listener.close()
+            self.listener = None
+
+    # ---- connections ----------------------------------------------------------
+    def _accept(self) -> None:
+        assert self.listener is not None
+        try:
+            sock, addr = self.listener.accept()
+        except BlockingIOError:
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = AgentConn(self.sel, sock, f"{addr[0]}:{addr[1]}", self.key, self.node, self._forget)
+        self.conns[conn.fd] = conn
+        conn.register(conn)
+
+    def _forget(self, conn: Connection) -> None:
+        self.conns.pop(conn.fd, None)
+
+    def refuse_and_close(self, conn: AgentConn, err: wire.WireError) -> None:
+        log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
+        with contextlib.suppress(OSError, wire.WireError):
+            self.send(conn, wire.ERROR, {"code": err.code, "reason": str(err)})
+        conn.close_after_flush()
+
+    def _readable(self, conn: AgentConn) -> None:
+        data = conn.recv()
+        if data is None:
+            return
+        if not data:
+            if conn.decoder.pending:
+                log.warning("connection from %s closed inside a frame (truncated)", conn.peer)
+            return
+        if conn.closing:
+            return
+        try:
+            msgs = conn.decoder.feed(data)
+        except wire.WireError as e:
+            self.refuse_and_close(conn, e)
+            return
+        for msg in msgs:
+            try:
+                if not conn.established:
+                    conn.session.check(msg, opening=True)
+                    if msg.type != wire.HELLO:
+                        raise wire.Malformed("first frame must be hello")
+                else:
+                    conn.session.check(msg)
+            except wire.WireError as e:
+                self.refuse_and_close(conn, e)
+                return
+            if conn.established:
+                self.on_heard(conn)
+            self.on_message(conn, msg)
+            if conn.closing or not conn.open:
+                return
