@@ -14,6 +14,9 @@ says which jobs start; they are launched thawed and run to completion. A
 quantum command listing every running job is still sent each period: it is
 the heartbeat and it brings back CPU time, so accounting is the same.
 
+What differs between the two is in controller/families/ (one module per
+family); this core never asks which kind of policy it holds.
+
 Utilization normalisation: the utilization of job *j* in a quantum is
 
     sum over its ranks of cpu_ns / sum over its nodes of (elapsed_ns x capacity)
@@ -43,6 +46,7 @@ from typing import Any
 
 from agent.client import AgentError
 from controller import classes
+from controller.families import Family, make_family
 from controller.jobs import (
     BENCHMARK,
     DONE,
@@ -58,7 +62,7 @@ from controller.jobs import (
 )
 from controller.nodes import NodeInfo, Pool, QuantumResult
 from controller.operator import OperatorConfig
-from controller.policies.base import BatchPolicy, GangPolicy, JobRequest, QuantumPlan
+from controller.policies.base import JobRequest, QuantumPlan
 from controller.policies.registry import Policy, lookup, make_policy
 
 log = logging.getLogger("controller.quantum")
@@ -154,11 +158,11 @@ class Scheduler:
         self.wall = wall
         self.mono = mono
         self.policy: Policy = self._new_policy()
+        self.fam: Family = make_family(self, self.policy)
         self.jobs: dict[int, Job] = {}
         self.next_id = 1
         self.held: list[int] = []  # jobs not yet handed to the policy
         self.in_policy: set[int] = set()
-        self.batch_nodes: dict[int, list[int]] = {}  # batch: job -> node indices
         self.q = 0
         self.last_plan: QuantumPlan | None = None
         self._prev_runnable: dict[int, list[str]] = {}  # job -> nodes, previous quantum
@@ -183,10 +187,11 @@ class Scheduler:
 
     def apply_config(self) -> None:
         """Push operator settings that live inside the policy (max_slots)."""
-        matrix = getattr(self.policy, "matrix", None)
-        if matrix is not None and hasattr(matrix, "max_slots"):
-            # Only new rows are affected: existing rows are never torn down.
-            matrix.max_slots = self.cfg.max_slots
+        # Only new rows are affected: existing rows are never torn down.
+        self.fam.set_max_slots(self.cfg.max_slots)
+
+    def request_error(self, message: str) -> RequestError:
+        return RequestError(message)
 
     # ---- requests ------------------------------------------------------------
     def submit(self, raw: object, user: str) -> int:
@@ -227,7 +232,7 @@ class Scheduler:
         if job.ended:
             return job.state
         self._kill_ranks(job)
-        self._end(job, KILLED, f"killed by {user}")
+        self.end(job, KILLED, f"killed by {user}")
         return job.state
 
     def set_class(self, job_id: object, new_class: object, user: str, operator: bool) -> str:
@@ -260,53 +265,25 @@ class Scheduler:
             user=job.user,
         )
 
-    def _policy_submit(self, job: Job) -> None:
+    def policy_submit(self, job: Job) -> None:
         self.policy.submit(self._request(job), self.mono())
         self.in_policy.add(job.job_id)
 
-    def _withdraw_outranked(self) -> None:
-        """Take back jobs waiting inside a gang policy that a held job outranks."""
-        if not self.held or not isinstance(self.policy, GangPolicy):
-            return
-        best = min(classes.RANK[self.jobs[j].job_class] for j in self.held)
-        for jid in sorted(self.in_policy):
-            job = self.jobs[jid]
-            if job.state == QUEUED and classes.RANK[job.job_class] > best:
-                # finish() of a queued job only drops it from the policy's queue.
-                self.policy.finish(jid, self.mono())
-                self.in_policy.discard(jid)
-                self.held.append(jid)
-
     def _hand_over(self) -> None:
-        self._withdraw_outranked()
+        self.fam.withdraw_outranked()
         while self.held:
             order = classes.hold_order(self.jobs[j] for j in self.held)
             head = order[0]
             others = sum(1 for j in order if j.job_class != STANDBY)
-            waiting = self.policy.queue_length
-            if isinstance(self.policy, BatchPolicy) and head.job_class != STANDBY:
-                waiting = 0  # backfilling needs to see the whole queue
+            waiting = self.fam.waiting_for_classes(head)
             if not classes.may_hand_over(head, waiting, others):
                 break
             self.held.remove(head.job_id)
-            self._policy_submit(head)
-        if isinstance(self.policy, GangPolicy):
-            self._launch_placed()
+            self.policy_submit(head)
+        self.fam.after_hand_over()
 
     # ---- launch / end ------------------------------------------------------------
-    def _launch_placed(self) -> None:
-        """Start (frozen) every job the gang policy has placed but we have not launched."""
-        assert isinstance(self.policy, GangPolicy)
-        for jid in sorted(self.in_policy):
-            job = self.jobs[jid]
-            if job.state != QUEUED:
-                continue
-            where = self.policy.placement(jid)
-            if where is None:
-                continue
-            self._launch(job, [self.nodes[i].name for i in where[1]], start_frozen=True)
-
-    def _launch(self, job: Job, nodes: list[str], *, start_frozen: bool) -> None:
+    def launch(self, job: Job, nodes: list[str], *, start_frozen: bool) -> None:
         job.start(self.wall(), nodes)
         rank0 = self.nodes[self.node_index[nodes[0]]].data_ip
         for rank, node in enumerate(nodes):
@@ -334,7 +311,7 @@ class Scheduler:
                 log.error("job %d: launch of rank %d on %s failed: %s", job.job_id, rank, node, e)
                 job.ranks[rank].ended = True
                 self._kill_ranks(job)
-                self._end(job, FAILED, f"rank {rank} could not start on {node}: {e}")
+                self.end(job, FAILED, f"rank {rank} could not start on {node}: {e}")
                 return
             r = job.ranks[rank]
             pids = reply.get("pids", {})
@@ -356,7 +333,7 @@ class Scheduler:
             except (AgentError, ConnectionError, OSError) as e:
                 log.warning("job %d: kill on %s: %s", job.job_id, r.node, e)
 
-    def _end(self, job: Job, state: str, reason: str, exit_code: int | None = None) -> None:
+    def end(self, job: Job, state: str, reason: str, exit_code: int | None = None) -> None:
         if job.ended:
             return
         job.end(state, self.wall(), reason, exit_code)
@@ -365,7 +342,7 @@ class Scheduler:
         if job.job_id in self.in_policy:
             self.in_policy.discard(job.job_id)
             self.policy.finish(job.job_id, self.mono())
-        self.batch_nodes.pop(job.job_id, None)
+        self.fam.ended(job.job_id)
         self._prev_runnable.pop(job.job_id, None)
         log.info("job %d %s: %s", job.job_id, state, reason)
         self._hand_over()
@@ -403,7 +380,7 @@ class Scheduler:
                 continue
             if r.exit_code not in (0, None):
                 self._kill_ranks(job)
-                self._end(
+                self.end(
                     job,
                     FAILED,
                     f"rank {rank} on {node} exited with {r.exit_code}",
@@ -411,10 +388,10 @@ class Scheduler:
                 )
         if not job.ended and job.ranks and all(r.ended for r in job.ranks):
             if all(r.exit_code == 0 for r in job.ranks):
-                self._end(job, DONE, "all ranks exited 0", 0)
+                self.end(job, DONE, "all ranks exited 0", 0)
             else:
                 # Only an agent restart loses exit codes (reattached, not its child).
-                self._end(job, DONE, "ranks ended; exit status unknown (agent restarted)")
+                self.end(job, DONE, "ranks ended; exit status unknown (agent restarted)")
 
     # ---- the quantum -----------------------------------------------------------------
     def tick(self) -> None:
@@ -424,10 +401,8 @@ class Scheduler:
             self.on_event(ev)
         self._class_rules(now)
         self._hand_over()
-        if isinstance(self.policy, GangPolicy):
-            runnable, weights, plan = self._gang_plan(now)
-        else:
-            runnable, weights, plan = self._batch_plan(now)
+        planned = self.fam.plan(now)
+        runnable, weights, plan = planned.runnable, planned.weights, planned.policy_plan
         commands: dict[str, dict[str, int]] = {n.name: {} for n in self.nodes}
         for jid, nodes in runnable.items():
             for n in nodes:
@@ -456,67 +431,6 @@ class Scheduler:
                         job.job_id,
                         job.interactive_run_s,
                     )
-
-    def _placed(self) -> dict[int, tuple[int, ...]]:
-        assert isinstance(self.policy, GangPolicy)
-        out: dict[int, tuple[int, ...]] = {}
-        for jid in self.in_policy:
-            where = self.policy.placement(jid)
-            if where is not None and self.jobs[jid].active:
-                out[jid] = where[1]
-        return out
-
-    def _gang_plan(
-        self, now: float
-    ) -> tuple[dict[int, list[str]], dict[int, int], QuantumPlan | None]:
-        assert isinstance(self.policy, GangPolicy)
-        plan: QuantumPlan | None = None
-        node_jobs: tuple[tuple[int, ...], ...] = ()
-        # A row whose jobs the class rules hold back would run nothing: skip it
-        # (at most one pass over the rows).
-        for _ in range(max(1, self.policy.slot_count)):
-            plan = self.policy.next_quantum(now)
-            self._launch_placed()
-            placed = self._placed()
-            cls = {j: self.jobs[j].job_class for j in placed}
-            # Only jobs we really launched can be listed to the agents.
-            raw = tuple(tuple(j for j in js if j in placed) for js in plan.node_jobs)
-            node_jobs, _removed = classes.filter_plan(raw, cls, placed)
-            if not classes.plan_is_empty(node_jobs) or classes.plan_is_empty(raw):
-                break
-        runnable: dict[int, list[str]] = {}
-        for n, js in enumerate(node_jobs):
-            for j in js:
-                runnable.setdefault(j, []).append(self.nodes[n].name)
-        weights = dict(plan.weights) if plan is not None else {}
-        if plan is not None and plan.slot is not None:
-            self.counters.planned_quanta += 1
-            if plan.partner is not None:
-                self.counters.paired_quanta += 1
-                self.slot_runs[plan.partner] += 1
-        return runnable, weights, plan
-
-    def _batch_plan(
-        self, now: float
-    ) -> tuple[dict[int, list[str]], dict[int, int], QuantumPlan | None]:
-        assert isinstance(self.policy, BatchPolicy)
-        for req in self.policy.schedule(now):
-            job = self.jobs[req.job_id]
-            used = {n for ns in self.batch_nodes.values() for n in ns}
-            free = [i for i in range(len(self.nodes)) if i not in used]
-            if len(free) < job.spec.size:
-                # The policy's count and ours disagree: tell it the job is gone.
-                self._end(job, FAILED, "no free nodes at start (policy/controller mismatch)")
-                continue
-            chosen = free[: job.spec.size]
-            self.batch_nodes[job.job_id] = chosen
-            self._launch(job, [self.nodes[i].name for i in chosen], start_frozen=False)
-        runnable = {
-            j: [self.nodes[i].name for i in ns]
-            for j, ns in self.batch_nodes.items()
-            if self.jobs[j].active
-        }
-        return runnable, {}, None
 
     def _account(self, results: Mapping[str, QuantumResult]) -> None:
         """CPU time per job, utilization feedback, skew, cluster utilization."""
@@ -551,8 +465,8 @@ class Scheduler:
         capacity = {n.name: n.capacity for n in self.nodes}
         util = job_utilization(cpu, elapsed, capacity, self._prev_runnable)
         self.last_utilization = util
-        if util and isinstance(self.policy, GangPolicy):
-            self.policy.observe({j: u for j, u in util.items() if j in self.in_policy})
+        if util:
+            self.fam.observe(util)
         skew = command_skew_s(applied)
         if skew is not None:
             self.skews.append(skew)
@@ -586,15 +500,7 @@ class Scheduler:
         return {"p50": percentile(v, 50), "p99": percentile(v, 99), "max": max(v, default=None)}
 
     def matrix_view(self) -> dict[str, Any]:
-        if isinstance(self.policy, GangPolicy):
-            matrix = getattr(self.policy, "matrix", None)
-            slots: list[list[int | None]] = matrix.render() if matrix is not None else []
-        else:
-            row: list[int | None] = [None] * len(self.nodes)
-            for j, ns in self.batch_nodes.items():
-                for n in ns:
-                    row[n] = j
-            slots = [row] if self.batch_nodes else []
+        slots = self.fam.rows()
         plan = self.last_plan
         shown = {j for row_ in slots for j in row_ if j is not None}
         shown.update(self.held)
@@ -629,13 +535,7 @@ class Scheduler:
 
     # ---- checkpoint / restore (controller/checkpoint.py has the file format) ------------
     def to_payload(self) -> dict[str, Any]:
-        predictor = getattr(self.policy, "predictor", None)
-        history: dict[str, list[float]] = {}
-        if predictor is not None:
-            for jid in sorted(self.in_policy):
-                h = predictor.history(jid)
-                if h:
-                    history[str(jid)] = list(h)
+        history = {str(j): list(h) for j, h in self.fam.snapshot().items() if j in self.in_policy}
         return {
             "policy": self.policy_name,
             "params": self.params,
@@ -668,56 +568,15 @@ class Scheduler:
             self.jobs[job.job_id] = job
         self.next_id = max([int(payload.get("next_id", 1)), *[j + 1 for j in self.jobs]])
         self.q = int(payload.get("q", 0))
-        self.held, self.in_policy, self.batch_nodes = [], set(), {}
+        self.fam = make_family(self, self.policy)
+        self.held, self.in_policy = [], set()
         order = sorted(self.jobs.values(), key=lambda j: (j.submit_time, j.job_id))
-        started = [j for j in order if j.active]
-        # Started jobs first, pinned to the nodes their processes occupy.
-        matrix = getattr(self.policy, "matrix", None)
-        saved_max = getattr(matrix, "max_slots", None)
-        if matrix is not None:
-            matrix.max_slots = None  # they all ran before: room must be found
-        for job in started:
-            idx = [self.node_index[n] for n in job.nodes]
-            self._policy_submit(job)
-            if isinstance(self.policy, GangPolicy):
-                self._pin(job.job_id, tuple(sorted(idx)))
-            else:
-                self.batch_nodes[job.job_id] = idx
-        if isinstance(self.policy, BatchPolicy) and started:
-            begun = {r.job_id for r in self.policy.schedule(self.mono())}
-            for job in started:
-                if job.job_id not in begun:
-                    log.warning("restore: batch policy did not restart job %d", job.job_id)
-        if matrix is not None:
-            matrix.max_slots = saved_max
+        # Started jobs first, where their processes run.
+        self.fam.readopt([j for j in order if j.active])
         history = payload.get("predictor_history") or {}
-        predictor = getattr(self.policy, "predictor", None)
-        if predictor is not None and isinstance(self.policy, GangPolicy):
-            for jid_s, values in history.items():
-                jid = int(jid_s)
-                for u in reversed(list(values)):  # stored most recent first
-                    self.policy.observe({jid: float(u)})
+        self.fam.restore({int(k): tuple(float(u) for u in v) for k, v in history.items()})
         self.held = [j.job_id for j in order if j.state == QUEUED]
         self._hand_over()
-
-    def _pin(self, job_id: int, nodes: tuple[int, ...]) -> None:
-        assert isinstance(self.policy, GangPolicy)
-        where = self.policy.placement(job_id)
-        if where is not None and tuple(where[1]) == nodes:
-            return
-        matrix = getattr(self.policy, "matrix", None)
-        if matrix is None:
-            raise RequestError(f"restore: cannot pin job {job_id} (policy has no matrix)")
-        if where is not None:
-            matrix.remove(job_id)
-        for slot in range(matrix.slot_count + 1):
-            if slot == matrix.slot_count or all(matrix.cell(slot, n) is None for n in nodes):
-                matrix.place_at(job_id, slot, nodes)
-                break
-        matrix.compact()
-        hook = getattr(self.policy, "_matrix_changed", None)
-        if callable(hook):
-            hook()
 
     def reconcile(self) -> dict[str, Any]:
         """After a restore: ask every agent what happened to our jobs meanwhile.

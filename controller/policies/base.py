@@ -166,3 +166,30 @@ class GangPolicy(ABC):
     @abstractmethod
     def placement(self, job_id: int) -> tuple[int, tuple[int, ...]] | None:
         """(slot, nodes) of a placed job, or None if it is queued or unknown."""
+
+    # ---- what a live controller needs beyond scheduling ----------------------
+    def matrix_view(self) -> list[list[int | None]]:
+        """The matrix as rows of cells (job id or None), for displays and statistics."""
+        return []
+
+    def set_max_slots(self, max_slots: int | None) -> None:  # noqa: B027
+        """Operator control: bound the rows of the matrix (None = unbounded).
+
+        Only rows made from now on are affected; existing rows stay.
+        """
+
+    def pin(self, job_id: int, nodes: tuple[int, ...]) -> None:
+        """Place a submitted job exactly on ``nodes`` (a restart restores where
+        its processes already run; seed 003 §3.1). PolicyError if impossible."""
+        raise PolicyError(f"{self.name} cannot place job {job_id} on given nodes")
+
+    def snapshot(self) -> dict[int, tuple[float, ...]]:
+        """State worth a checkpoint beyond the jobs: per-job utilization history,
+        most recent first (empty for policies that keep none)."""
+        return {}
+
+    def restore(self, history: Mapping[int, tuple[float, ...]]) -> None:
+        """Replay :meth:`snapshot` output into a fresh policy holding the same jobs."""
+        for job_id, values in history.items():
+            for u in reversed(values):  # stored most recent first
+                self.observe({job_id: u})

@@ -271,6 +271,31 @@ class MatrixGang(GangPolicy):
                         service[job_id] += dt
         self._last_now = now
 
+    def matrix_view(self) -> list[list[int | None]]:
+        return self.matrix.render()
+
+    def set_max_slots(self, max_slots: int | None) -> None:
+        self.matrix.max_slots = max_slots
+
+    def pin(self, job_id: int, nodes: tuple[int, ...]) -> None:
+        where = self.placement(job_id)
+        if where is not None and tuple(where[1]) == nodes:
+            return
+        if where is None and job_id not in self._jobs:
+            raise PolicyError(f"pin: job {job_id} was not submitted")
+        if where is not None:
+            self.matrix.remove(job_id)
+        self._queue = [j for j in self._queue if j.job_id != job_id]
+        for slot in range(self.matrix.slot_count + 1):
+            free = slot == self.matrix.slot_count or all(
+                self.matrix.cell(slot, n) is None for n in nodes
+            )
+            if free:
+                self.matrix.place_at(job_id, slot, nodes)
+                break
+        self.matrix.compact()
+        self._matrix_changed()
+
     def _matrix_changed(self) -> None:
         """Called after any placement, removal, compaction or move."""
 

@@ -167,6 +167,14 @@ class PairedGang(MatrixGang):
         return self.predictor.estimate(job_id)
 
     # ------------------------------------------------------------------ hooks
+    def snapshot(self) -> dict[int, tuple[float, ...]]:
+        out: dict[int, tuple[float, ...]] = {}
+        for job_id in sorted(self._jobs):
+            h = self.predictor.history(job_id)
+            if h:
+                out[job_id] = tuple(h)
+        return out
+
     def _matrix_changed(self) -> None:
         self._round = None
         self._homog_dirty = None

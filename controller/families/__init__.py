@@ -1,0 +1,40 @@
+"""How the live scheduler drives each family of policies.
+
+The core (controller/quantum.py) keeps the job table, classes, launch and
+kill, accounting and checkpoints; a :class:`~controller.families.base.Family`
+turns its policy's decisions into the runnable set of a quantum:
+
+* ``gang`` (controller/families/gang.py): strict gang, paired gang,
+  gang-greedy/backfill -- a matrix, jobs launched frozen, one row per quantum,
+  utilization fed back;
+* ``batch`` (controller/families/batch.py): FCFS, EASY, conservative,
+  lookahead -- jobs start thawed on free nodes and run to completion.
+
+A new family (hierarchical control, communication-driven modes) is one more
+module here and one more entry in :func:`make_family`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controller.families.base import Family, Plan
+from controller.families.batch import BatchFamily
+from controller.families.gang import GangFamily
+from controller.policies.base import BatchPolicy, GangPolicy
+from controller.policies.registry import Policy
+
+if TYPE_CHECKING:
+    from controller.quantum import Scheduler
+
+
+def make_family(sched: Scheduler, policy: Policy) -> Family:
+    """The family that drives ``policy`` (by the contract it implements)."""
+    if isinstance(policy, GangPolicy):
+        return GangFamily(sched, policy)
+    if isinstance(policy, BatchPolicy):
+        return BatchFamily(sched, policy)
+    raise TypeError(f"no scheduler family for policy {type(policy).__name__}")
+
+
+__all__ = ["BatchFamily", "Family", "GangFamily", "Plan", "make_family"]

@@ -1,0 +1,73 @@
+"""The contract between the scheduler core and a family of policies."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from controller.jobs import Job
+from controller.policies.base import QuantumPlan
+
+if TYPE_CHECKING:
+    from controller.quantum import Scheduler
+
+
+@dataclass
+class Plan:
+    """One quantum as the core sends it: job -> node names, job -> weight."""
+
+    runnable: dict[int, list[str]] = field(default_factory=dict)
+    weights: dict[int, int] = field(default_factory=dict)
+    policy_plan: QuantumPlan | None = None
+
+
+class Family(ABC):
+    """Hooks the core calls; the defaults fit a family without a matrix."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.s = sched
+
+    @property
+    @abstractmethod
+    def queue_length(self) -> int:
+        """Jobs the policy holds but has not started or placed."""
+
+    def waiting_for_classes(self, head: Job) -> int:
+        """The queue length the class rules see when ``head`` asks to be handed over."""
+        return self.queue_length
+
+    def withdraw_outranked(self) -> None:  # noqa: B027
+        """Take back jobs a held job outranks (families that keep jobs waiting inside)."""
+
+    def after_hand_over(self) -> None:  # noqa: B027
+        """Launch what the policy has placed since the last call."""
+
+    @abstractmethod
+    def plan(self, now: float) -> Plan:
+        """The runnable set of the next quantum (may start jobs)."""
+
+    def observe(self, utilization: Mapping[int, float]) -> None:  # noqa: B027
+        """Utilization of the jobs that ran in the previous quantum."""
+
+    def ended(self, job_id: int) -> None:  # noqa: B027
+        """A job ended (the policy was told already)."""
+
+    @abstractmethod
+    def rows(self) -> list[list[int | None]]:
+        """What each node runs, as matrix rows (job id or None per node)."""
+
+    def set_max_slots(self, max_slots: int | None) -> None:  # noqa: B027
+        """Operator control on families with a matrix."""
+
+    def snapshot(self) -> dict[int, tuple[float, ...]]:
+        """Policy state for a checkpoint (beyond the job table)."""
+        return {}
+
+    @abstractmethod
+    def readopt(self, started: list[Job]) -> None:
+        """After a restart: give the policy the running jobs where they run."""
+
+    def restore(self, history: Mapping[int, tuple[float, ...]]) -> None:  # noqa: B027
+        """Replay :meth:`snapshot` output."""

@@ -1,0 +1,116 @@
+"""Gang family (seed 000 §2, seed 001 §3.2): a matrix row per quantum, jobs launched frozen."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from controller import classes
+from controller.families.base import Family, Plan
+from controller.jobs import QUEUED, Job
+from controller.policies.base import GangPolicy, PolicyError, QuantumPlan
+
+if TYPE_CHECKING:
+    from controller.quantum import Scheduler
+
+
+class GangFamily(Family):
+    def __init__(self, sched: Scheduler, policy: GangPolicy) -> None:
+        super().__init__(sched)
+        self.policy = policy
+
+    @property
+    def queue_length(self) -> int:
+        return self.policy.queue_length
+
+    def withdraw_outranked(self) -> None:
+        """Take back jobs waiting inside the policy that a held job outranks."""
+        s = self.s
+        if not s.held:
+            return
+        best = min(classes.RANK[s.jobs[j].job_class] for j in s.held)
+        for jid in sorted(s.in_policy):
+            job = s.jobs[jid]
+            if job.state == QUEUED and classes.RANK[job.job_class] > best:
+                # finish() of a queued job only drops it from the policy's queue.
+                self.policy.finish(jid, s.mono())
+                s.in_policy.discard(jid)
+                s.held.append(jid)
+
+    def after_hand_over(self) -> None:
+        """Start (frozen) every job the policy has placed but we have not launched."""
+        s = self.s
+        for jid in sorted(s.in_policy):
+            job = s.jobs[jid]
+            if job.state != QUEUED:
+                continue
+            where = self.policy.placement(jid)
+            if where is None:
+                continue
+            s.launch(job, [s.nodes[i].name for i in where[1]], start_frozen=True)
+
+    def _placed(self) -> dict[int, tuple[int, ...]]:
+        out: dict[int, tuple[int, ...]] = {}
+        for jid in self.s.in_policy:
+            where = self.policy.placement(jid)
+            if where is not None and self.s.jobs[jid].active:
+                out[jid] = where[1]
+        return out
+
+    def plan(self, now: float) -> Plan:
+        s = self.s
+        plan: QuantumPlan | None = None
+        node_jobs: tuple[tuple[int, ...], ...] = ()
+        # A row whose jobs the class rules hold back would run nothing: skip it
+        # (at most one pass over the rows).
+        for _ in range(max(1, self.policy.slot_count)):
+            plan = self.policy.next_quantum(now)
+            self.after_hand_over()
+            placed = self._placed()
+            cls = {j: s.jobs[j].job_class for j in placed}
+            # Only jobs we really launched can be listed to the agents.
+            raw = tuple(tuple(j for j in js if j in placed) for js in plan.node_jobs)
+            node_jobs, _removed = classes.filter_plan(raw, cls, placed)
+            if not classes.plan_is_empty(node_jobs) or classes.plan_is_empty(raw):
+                break
+        out = Plan(policy_plan=plan)
+        for n, js in enumerate(node_jobs):
+            for j in js:
+                out.runnable.setdefault(j, []).append(s.nodes[n].name)
+        out.weights = dict(plan.weights) if plan is not None else {}
+        if plan is not None and plan.slot is not None:
+            s.counters.planned_quanta += 1
+            if plan.partner is not None:
+                s.counters.paired_quanta += 1
+                s.slot_runs[plan.partner] += 1
+        return out
+
+    def observe(self, utilization: Mapping[int, float]) -> None:
+        self.policy.observe({j: u for j, u in utilization.items() if j in self.s.in_policy})
+
+    def rows(self) -> list[list[int | None]]:
+        return self.policy.matrix_view()
+
+    def set_max_slots(self, max_slots: int | None) -> None:
+        self.policy.set_max_slots(max_slots)
+
+    def snapshot(self) -> dict[int, tuple[float, ...]]:
+        return self.policy.snapshot()
+
+    def readopt(self, started: list[Job]) -> None:
+        s = self.s
+        # They all ran before: room must be found whatever max_slots says now.
+        self.policy.set_max_slots(None)
+        try:
+            for job in started:
+                s.policy_submit(job)
+                nodes = tuple(sorted(s.node_index[n] for n in job.nodes))
+                try:
+                    self.policy.pin(job.job_id, nodes)
+                except PolicyError as e:
+                    raise s.request_error(f"restore: cannot pin job {job.job_id}: {e}") from e
+        finally:
+            self.policy.set_max_slots(s.cfg.max_slots)
+
+    def restore(self, history: Mapping[int, tuple[float, ...]]) -> None:
+        self.policy.restore(history)
