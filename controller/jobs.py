@@ -236,13 +236,6 @@ class Job:
         end = self.end_time if self.end_time is not None else now
         return max(0.0, end - self.submit_time)
 
-    def run_s(self, now: float) -> float:
-        """Wall time since start (time in the matrix), 0 while queued."""
-        if self.start_time is None:
-            return 0.0
-        end = self.end_time if self.end_time is not None else now
-        return max(0.0, end - self.start_time)
-
     @property
     def cpu_s(self) -> float:
         """Execution time: CPU seconds summed over ranks (seed 000 §4.2 slowdown)."""

@@ -155,14 +155,6 @@ class OusterhoutMatrix:
             self._snapshot = snap
         return snap
 
-    def job_masks(self) -> Mapping[int, int]:
-        """Job -> :meth:`job_mask` for every placed job (a live, read-only view)."""
-        return self._mask
-
-    def row_stamps(self) -> tuple[int, ...]:
-        """:meth:`row_stamp` of every row, in row order."""
-        return tuple(self._stamps)
-
     def row_stamp(self, slot: int) -> int:
         """A token of the row's contents: it changes whenever the row's cells
         change, and stays with the row when compaction renumbers it. Tokens are

@@ -145,23 +145,6 @@ class PairedGang(MatrixGang):
         """The Fig. 4 result in force (row -> partner row); empty for best-fit."""
         return dict(self._round or {})
 
-    def slot_utilization(self, slot: int) -> float:
-        """max(x) of §2.5: the largest predicted utilization among the row's jobs."""
-        self.matrix.row_stamp(slot)  # PolicyError for a bad slot
-        self._sync()
-        return self._slot_util(slot)
-
-    def is_exclusive_slot(self, slot: int) -> bool:
-        """True if the row holds a job that must not be paired (§2.4)."""
-        self.matrix.row_stamp(slot)
-        self._sync()
-        return self._exclusive(slot)
-
-    def matchable_utilizations(self) -> dict[int, float]:
-        """Row -> utilization for every non-empty row without an exclusive job."""
-        self._sync()
-        return self._matchable()
-
     def band_utilization(self, job_id: int) -> float:
         """Utilization used for the band tests: eq. (1) without the sharp-change flag."""
         return self.predictor.estimate(job_id)
@@ -329,10 +312,6 @@ class PairedGang(MatrixGang):
         if not fits(self._slot_util(slot), self._slot_util(partner), self.margin):
             return None
         return partner
-
-    def _spread_ok(self, values: list[float]) -> bool:
-        """Every value is below min + band (§2.5's CPUutil(J) < min(s) + M)."""
-        return max(values) < min(values) + self.band - _EPS
 
     def _within_band(self, job_id: int, slot: int) -> bool:
         # Jobs never measured have no characteristics yet (§2.5 checks "running"

@@ -138,10 +138,6 @@ class UtilizationPredictor:
         """Up to four last measurements, most recent first."""
         return tuple(self._history.get(job_id, ()))
 
-    def measured_estimate(self, job_id: int) -> float | None:
-        """:meth:`estimate` for a measured job, None for a new one (see :meth:`is_new`)."""
-        return self._estimate.get(job_id)
-
     def estimates_view(self) -> Mapping[int, float]:
         """Job -> :meth:`estimate` of every measured job (a live, read-only view)."""
         return self._estimate

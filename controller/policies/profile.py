@@ -61,13 +61,6 @@ class Profile:
         """Free nodes at time ``t`` (``t`` >= origin)."""
         return self.free[max(bisect_right(self.times, t) - 1, 0)]
 
-    def free_before(self, t: float) -> int:
-        """Free nodes just before ``t`` (on the segment ending at or after ``t``).
-
-        For ``t`` at the origin this is the first segment's value.
-        """
-        return self.free[max(bisect_left(self.times, t) - 1, 0)]
-
     def _split(self, t: float) -> int:
         """Index of a breakpoint at ``t``, inserting one if needed."""
         times = self.times
