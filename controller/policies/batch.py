@@ -9,7 +9,7 @@ a reservation:
 * :class:`EASY` -- aggressive backfilling: only the head of the queue holds a
   reservation (the *shadow time*, seed 001 §3.1).
 * :class:`Conservative` -- every waiting job holds one, kept in an
-  availability profile (:mod:`controller.policies.profile`).
+  availability profile (:mod:`controller.policies.availability`).
 
 Estimates and what happens when they are wrong
 -----------------------------------------------
@@ -57,9 +57,9 @@ from bisect import bisect_left, insort
 from dataclasses import dataclass
 from itertools import accumulate
 
+from controller.policies.availability import Availability
 from controller.policies.base import BatchPolicy, JobRequest, PolicyError
 from controller.policies.params import ParamSpec
-from controller.policies.profile import Profile
 
 __all__ = ["EASY", "FCFS", "ZERO_ESTIMATE_PLAN", "Conservative", "HeadReservation", "RunningSet"]
 
@@ -357,7 +357,7 @@ class Conservative(_Queued):
 
     def __init__(self, nodes: int) -> None:
         super().__init__(nodes)
-        self._profile = Profile(nodes)
+        self._profile = Availability(nodes)
         self._res: dict[int, _Reservation] = {}
         # (start, submission order, job id); stale entries are skipped.
         self._heap: list[tuple[float, int, int]] = []
@@ -377,7 +377,7 @@ class Conservative(_Queued):
         return None if r is None else r.start
 
     @property
-    def profile(self) -> Profile:
+    def profile(self) -> Availability:
         """The availability profile (read it, do not change it)."""
         return self._profile
 
@@ -528,7 +528,7 @@ class Conservative(_Queued):
 
     def _rebuild(self, now: float) -> None:
         """Plan everything again from the running jobs (after an overrun)."""
-        prof = Profile(self.nodes, now)
+        prof = Availability(self.nodes, now)
         after_now = math.nextafter(now, math.inf)
         for jid, job in self._run_jobs.items():
             end = self._planned[jid]

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.policies.availability import Availability
 from controller.policies.base import BatchPolicy, JobRequest
 from controller.policies.batch import EASY, FCFS, ZERO_ESTIMATE_PLAN, Conservative
 from controller.policies.lookahead import Lookahead
-from controller.policies.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -287,8 +287,8 @@ class NaiveConservative(BatchPolicy):
     def plan(job: JobRequest) -> float:
         return job.estimate if job.estimate > 0 else ZERO_ESTIMATE_PLAN
 
-    def profile(self, now: float, skip: int | None = None) -> Profile:
-        prof = Profile(self.nodes, now)
+    def profile(self, now: float, skip: int | None = None) -> Availability:
+        prof = Availability(self.nodes, now)
         for end, size in self.run.values():
             prof.reserve(now, end - now, size)
         for jid, (job, start) in self.res.items():

@@ -62,15 +62,15 @@ __all__ = [
     "HOMOGENEOUS_CPU",
     "MIX_BARRIERS",
     "PROFILES",
-    "Profile",
+    "CpuProfile",
     "apply_profile",
     "io_compute_mix",
     "qcrd_phases",
     "set_barrier",
 ]
 
-Profile = Literal["compute", "homogeneous", "heterogeneous", "qcrd"]
-PROFILES: tuple[Profile, ...] = ("compute", "homogeneous", "heterogeneous", "qcrd")
+CpuProfile = Literal["compute", "homogeneous", "heterogeneous", "qcrd"]
+PROFILES: tuple[CpuProfile, ...] = ("compute", "homogeneous", "heterogeneous", "qcrd")
 
 MIX_BARRIERS = 250  # §4.1, Fig. 6: N = 250
 HOMOGENEOUS_CPU = 0.45  # §4.2.1

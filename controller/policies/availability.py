@@ -22,7 +22,7 @@ from bisect import bisect_left, bisect_right
 _INF = float("inf")
 
 
-class Profile:
+class Availability:
     """Free nodes over time, from ``origin`` on.
 
     All operations assume times at or after the origin; the caller advances
@@ -38,7 +38,7 @@ class Profile:
 
     def __repr__(self) -> str:
         steps = ", ".join(f"{t:g}:{f}" for t, f in zip(self.times, self.free, strict=True))
-        return f"Profile({self.nodes}, [{steps}])"
+        return f"Availability({self.nodes}, [{steps}])"
 
     @property
     def origin(self) -> float:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import random
 
-from controller.policies.profile import Profile
+from controller.policies.availability import Availability
 
 
-def steps(p: Profile) -> list[tuple[float, int]]:
+def steps(p: Availability) -> list[tuple[float, int]]:
     return list(zip(p.times, p.free, strict=True))
 
 
 def test_reserve_and_release_restore_the_profile() -> None:
-    p = Profile(10)
+    p = Availability(10)
     p.reserve(5.0, 10.0, 4)
     assert steps(p) == [(0.0, 10), (5.0, 6), (15.0, 10)]
     p.reserve(10.0, 10.0, 6)
@@ -24,7 +24,7 @@ def test_reserve_and_release_restore_the_profile() -> None:
 
 
 def test_earliest_skips_holes_that_are_too_short() -> None:
-    p = Profile(10)
+    p = Availability(10)
     p.reserve(0.0, 5.0, 8)  # 2 free on [0, 5)
     p.reserve(7.0, 5.0, 8)  # 10 free on [5, 7), 2 free on [7, 12)
     assert p.earliest(2, 100.0) == 0.0
@@ -35,7 +35,7 @@ def test_earliest_skips_holes_that_are_too_short() -> None:
 
 
 def test_advance_drops_the_past() -> None:
-    p = Profile(4)
+    p = Availability(4)
     p.reserve(0.0, 10.0, 4)
     p.reserve(10.0, 10.0, 2)
     p.advance(12.0)
@@ -49,7 +49,7 @@ def test_advance_drops_the_past() -> None:
 def test_earliest_moving_equals_release_then_search() -> None:
     rng = random.Random(11)
     for _ in range(500):
-        p = Profile(8)
+        p = Availability(8)
         slots = []
         for _ in range(rng.randint(1, 8)):
             size = rng.randint(1, 8)
