@@ -141,12 +141,7 @@ class AgentServer:
             return
         for msg in msgs:
             try:
-                if not conn.established:
-                    conn.session.check(msg, opening=True)
-                    if msg.type != wire.HELLO:
-                        raise wire.Malformed("first frame must be hello")
-                else:
-                    conn.session.check(msg)
+                conn.session.check_incoming(msg, conn.established)
             except wire.WireError as e:
                 self.refuse_and_close(conn, e)
                 return

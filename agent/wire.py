@@ -266,3 +266,13 @@ class Session:
         if msg.seq <= last:
             raise Replayed(f"sequence {msg.seq} from {msg.sender!r} not above {last}")
         self._in_seq[msg.sender] = msg.seq
+
+    def check_incoming(self, msg: Message, established: bool) -> None:
+        """A server's check of a received frame: before the session exists the
+        only acceptable frame is the client's opening hello."""
+        if established:
+            self.check(msg)
+            return
+        self.check(msg, opening=True)
+        if msg.type != HELLO:
+            raise Malformed("first frame must be hello")

@@ -210,14 +210,11 @@ class Server:
             return
         for msg in msgs:
             try:
-                if not conn.established:
-                    conn.session.check(msg, opening=True)
-                    if msg.type != wire.HELLO or not isinstance(msg.data.get("nonce"), str):
-                        raise wire.Malformed("first frame must be hello with a nonce")
-                else:
-                    conn.session.check(msg)
-                    if msg.type != REQUEST:
-                        raise wire.BadRequest(f"{msg.type!r} is not a controller request")
+                conn.session.check_incoming(msg, conn.established)
+                if not conn.established and not isinstance(msg.data.get("nonce"), str):
+                    raise wire.Malformed("first frame must be hello with a nonce")
+                if conn.established and msg.type != REQUEST:
+                    raise wire.BadRequest(f"{msg.type!r} is not a controller request")
             except wire.WireError as e:
                 self._refuse(conn, e, msg.seq)
                 return

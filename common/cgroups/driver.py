@@ -520,10 +520,7 @@ class Cgroups:
         """
         fz = self._need_freezer()
         todo = list(paths)
-        start: dict[str, float] = {}
-        for p in todo:
-            start[p] = time.perf_counter()
-            fz.request(self._dir("freezer", check_rel(p)), True)
+        start = self._request_all(fz, todo, True)
         done, pending = self._poll(todo, start, self.is_frozen, True)
         if pending:
             for p in pending:
@@ -540,16 +537,21 @@ class Cgroups:
     def thaw_many(self, paths: Iterable[str]) -> dict[str, float]:
         fz = self._need_freezer()
         todo = list(paths)
-        start: dict[str, float] = {}
-        for p in todo:
-            start[p] = time.perf_counter()
-            fz.request(self._dir("freezer", check_rel(p)), False)
+        start = self._request_all(fz, todo, False)
         done, pending = self._poll(todo, start, self.is_thawed, False)
         if pending:
             raise ThawError(
                 f"thaw not confirmed within {self.freeze_timeout}s for {sorted(pending)}"
             )
         return done
+
+    def _request_all(self, fz: _Freezer, paths: list[str], frozen: bool) -> dict[str, float]:
+        """Write every request before confirming any; returns when each was asked."""
+        start: dict[str, float] = {}
+        for p in paths:
+            start[p] = time.perf_counter()
+            fz.request(self._dir("freezer", check_rel(p)), frozen)
+        return start
 
     def _poll(
         self,
