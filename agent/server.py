@@ -108,7 +108,9 @@ class AgentServer:
         assert self.listener is not None
         try:
             sock, addr = self.listener.accept()
-        except BlockingIOError:
+        except (BlockingIOError, ConnectionAbortedError):
+            # Nothing there, or the client reset first. Other errors (EMFILE) are
+            # not swallowed: the listener would stay readable and a FIFO loop spin.
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = AgentConn(self.sel, sock, f"{addr[0]}:{addr[1]}", self.key, self.node, self._forget)
@@ -119,10 +121,13 @@ class AgentServer:
         self.conns.pop(conn.fd, None)
 
     def refuse_and_close(self, conn: AgentConn, err: wire.WireError) -> None:
+        """Log the refusal, tell the peer why (the stream is lost after it), close."""
         log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
-        with contextlib.suppress(OSError, wire.WireError):
-            self.send(conn, wire.ERROR, {"code": err.code, "reason": str(err)})
-        conn.close_after_flush()
+        try:
+            _, frame = conn.session.make(wire.ERROR, {"code": err.code, "reason": str(err)})
+        except wire.WireError:
+            frame = b""  # cannot even say why: just close
+        conn.refuse(frame)
 
     def _readable(self, conn: AgentConn) -> None:
         data = conn.recv()

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent import wire
-from common.conn import Connection
+from common.conn import Connection, split_line
 from controller.api import Caller
 
 log = logging.getLogger("controller.server")
@@ -66,7 +66,9 @@ class _Conn(Connection):
         peer: str,
         on_close: Callable[[Connection], None],
     ) -> None:
-        super().__init__(sel, sock, peer, on_close=on_close)
+        # A unix client's request line is cut by frames(); a frame's size is the decoder's.
+        max_input = MAX_LINE if kind == "unix" else None
+        super().__init__(sel, sock, peer, max_input=max_input, on_close=on_close)
         self.kind = kind
         self.user = ""
         self.decoder: wire.FrameDecoder | None = None
@@ -173,10 +175,7 @@ class Server:
 
     # ---- unix: JSON lines ----------------------------------------------------------
     def _unix_data(self, conn: _Conn, data: bytes) -> None:
-        conn.inbuf += data
-        while b"\n" in conn.inbuf:
-            line, _, rest = bytes(conn.inbuf).partition(b"\n")
-            conn.inbuf = bytearray(rest)
+        for line in conn.frames(data, split_line):
             if not line.strip():
                 continue
             try:
@@ -188,18 +187,19 @@ class Server:
             conn.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
             if not conn.open:
                 return
-        if len(conn.inbuf) > MAX_LINE:
-            conn.closing = True
-            conn.write(b'{"ok":false,"error":"request line longer than 1 MiB"}\n')
+        if conn.overflowed:
+            log.warning("refused request from %s: line longer than %d bytes", conn.peer, MAX_LINE)
+            conn.refuse(b'{"ok":false,"error":"request line longer than 1 MiB"}\n')
 
     # ---- tcp: authenticated frames -------------------------------------------------
     def _refuse(self, conn: _Conn, err: wire.WireError, re: int | None = None) -> None:
         log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
-        conn.closing = True
         assert conn.session is not None
-        with contextlib.suppress(wire.WireError):
+        try:
             _, frame = conn.session.make(wire.ERROR, {"code": err.code, "reason": str(err)}, re)
-            conn.write(frame)
+        except wire.WireError:
+            frame = b""  # cannot even say why: just close
+        conn.refuse(frame)
 
     def _tcp_data(self, conn: _Conn, data: bytes) -> None:
         assert conn.decoder is not None and conn.session is not None
