@@ -260,3 +260,23 @@ def test_replayed_frames_refused(running: tuple[Agent, tuple[str, int]]) -> None
     c2.close()
     with AgentClient(addr, KEY) as ok:
         assert ok.heartbeat()["node"] == "u0"
+
+
+def test_oversize_frame_refused_then_good_client_works(
+    running: tuple[Agent, tuple[str, int]],
+) -> None:
+    _, addr = running
+    with AgentClient(addr, KEY) as c:
+        # A session that announces a body over 1 MiB: refused before it is buffered.
+        c.send_raw(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.MAX_BODY + 1))
+        with pytest.raises(AgentError) as e:
+            c.poll(2)
+        assert e.value.code == "too_large"
+        with pytest.raises(ConnectionError):
+            c.poll(2)  # and the connection is closed
+    s = socket.create_connection(addr)
+    s.sendall(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.MAX_BODY + 1))
+    assert _expect_refusal_and_close(s).data["code"] == "too_large"
+    s.close()
+    with AgentClient(addr, KEY) as c:
+        assert c.status()["node"] == "u0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import selectors
 import socket
@@ -18,7 +19,7 @@ from agent.client import AgentClient, AgentError
 from controller.api import Caller, Context, handle
 from controller.client import ControllerClient, ControllerError, ControllerUnavailable
 from controller.quantum import Scheduler
-from controller.server import Server
+from controller.server import MAX_LINE, Server
 from tests.unit.controller_fakes import FakePool
 from tests.unit.test_controller_core import BUSY, Clock
 
@@ -190,3 +191,52 @@ def test_client_retries_until_controller_appears(tmp_path: Path) -> None:
     assert ControllerClient(path, retry=5).request("jobs") == [42]
     t.join()
     os.unlink(path)
+
+
+def _read_to_eof(s: socket.socket) -> bytes:
+    s.settimeout(5)
+    got = bytearray()
+    while chunk := s.recv(1 << 16):
+        got += chunk
+    return bytes(got)
+
+
+def test_unix_line_over_1mib_refused_then_served(
+    served: tuple[Server, Context], tmp_path: Path
+) -> None:
+    path = str(tmp_path / "controller.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b'{"op":"jobs"}\n' + b"x" * (MAX_LINE + 1))
+    answers = [json.loads(line) for line in _read_to_eof(s).splitlines()]
+    s.close()
+    assert answers[0]["ok"] is True  # the whole line before the long one is answered
+    assert answers[-1] == {"ok": False, "error": "request line longer than 1 MiB"}
+    with ControllerClient(path, retry=2) as cl:
+        assert cl.request("jobs") == []
+
+
+def test_unix_client_that_half_closes_gets_its_answer(
+    served: tuple[Server, Context], tmp_path: Path
+) -> None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(tmp_path / "controller.sock"))
+    s.sendall(b'{"op":"jobs"}\n')
+    s.shutdown(socket.SHUT_WR)  # "that is all": the answer must still come
+    assert json.loads(_read_to_eof(s))["ok"] is True
+    s.close()
+
+
+def test_tcp_oversize_frame_refused_then_served(served: tuple[Server, Context]) -> None:
+    srv, _ = served
+    ag = AgentClient(srv.tcp_address, KEY, sender="client:alice")
+    ag.connect()
+    ag.send_raw(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.MAX_BODY + 1))
+    with pytest.raises(AgentError) as e:
+        ag.poll(2)
+    assert e.value.code == "too_large"
+    with pytest.raises(ConnectionError):
+        ag.poll(2)
+    ag.close()
+    with ControllerClient(tcp=srv.tcp_address, key=KEY, user="alice", retry=2) as cl:
+        assert cl.request("jobs") == []
