@@ -63,8 +63,7 @@ class AgentAPI:
             data["received_monotonic_ns"] = received_ns
         self.agent.server.send(conn, rtype, data, msg.seq)
         if msg.type == wire.HELLO:
-            while self.agent.events:
-                self.agent.server.send(conn, wire.JOB_EVENT, self.agent.events.popleft())
+            self.agent.server.send_backlog(conn)
 
     def _handlers(self) -> dict[str, Handler]:
         return {
@@ -161,7 +160,7 @@ class AgentAPI:
             or not isinstance(frozen, bool)
         ):
             raise Refused("bad_request", "launch: bad ranks/env/weight/start_frozen")
-        return self.agent.launch(jid, d, ranks, env_extra, weight, frozen)
+        return wire.OK, self.agent.launch(jid, d, ranks, env_extra, weight, frozen)
 
     def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
         self._check_node(msg)

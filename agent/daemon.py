@@ -4,6 +4,10 @@ One thread does everything latency-sensitive (socket I/O, freeze/thaw, reaping)
 so a quantum command is applied as soon as its frame is read, with no thread
 hand-off; it runs at SCHED_FIFO when permitted. The only other thread is the
 Prometheus HTTP server, which reads a snapshot taken under ``self.lock``.
+
+This module is the job state machine (launch, quantum apply, reap, fail-safe,
+reattach, snapshot) and the loop; the sockets and frames are agent/server.py,
+what each request does is agent/api.py.
 """
 
 from __future__ import annotations
@@ -16,13 +20,11 @@ import signal
 import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent import wire
 from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, spawn_rank
@@ -45,7 +47,6 @@ log = logging.getLogger("agent")
 # interval only bounds how late a reattached job's end (not our child, no
 # SIGCHLD) or a missed signal is noticed. Fewer wakeups = less agent CPU.
 REAP_INTERVAL = 0.5
-MAX_QUEUED_EVENTS = 10000
 # The agent's own leaf below its node group: cgroup v2 enables controllers
 # (cpu.weight for the jobs) only in groups that hold no process themselves.
 AGENT_LEAF = "agent"
@@ -99,7 +100,6 @@ class Agent:
         self.lock = threading.Lock()
         self.metrics = AgentMetrics(self.snapshot)
         self.sel = selectors.DefaultSelector()
-        self.events: deque[dict[str, Any]] = deque(maxlen=MAX_QUEUED_EVENTS)
         self.last_q: int | None = None
         self._next_reap = 0.0
         self._pending_remove: dict[str, float] = {}  # cgroup -> give-up time
@@ -307,12 +307,7 @@ class Agent:
         )
 
     def _emit(self, event: dict[str, Any]) -> None:
-        sessions = self.server.sessions()
-        if not sessions:
-            self.events.append(event)  # delivered to the next session
-            return
-        for c in sessions:
-            self.server.send(c, wire.JOB_EVENT, event)
+        self.server.send_event(event)  # or kept for the next controller session
 
     def _heard(self, conn: AgentConn) -> None:
         if self.failsafe.heard() is Transition.RESUME:
@@ -331,8 +326,11 @@ class Agent:
         env_extra: dict[str, str],
         weight: int,
         frozen: bool,
-    ) -> tuple[str, dict[str, Any]]:
-        """Make the job's group and start its ranks inside it (request already checked)."""
+    ) -> dict[str, Any]:
+        """Make the job's group and start its ranks inside it (request already checked).
+
+        Raises :class:`Refused` when it cannot; returns what the reply reports.
+        """
         cg = job_cgroup(self.parent, jid)
         if self.driver.exists(cg):
             raise Refused("job_exists", f"cgroup {cg} still exists")
@@ -374,7 +372,7 @@ class Agent:
             list(job.pids.values()),
             frozen,
         )
-        return wire.OK, {
+        return {
             "job_id": jid,
             "pids": {str(r): p for r, p in job.pids.items()},
             "cgroup": cg,

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import selectors
 import socket
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ from common.conn import Connection
 log = logging.getLogger("agent")
 
 _LISTEN = ("agent-listen",)
+# Job events kept while no controller is connected; past this the oldest go.
+MAX_QUEUED_EVENTS = 10000
 
 
 class AgentConn(Connection):
@@ -65,6 +68,7 @@ class AgentServer:
         self.on_heard = on_heard
         self.listener: socket.socket | None = None
         self.conns: dict[int, AgentConn] = {}
+        self.backlog: deque[dict[str, Any]] = deque(maxlen=MAX_QUEUED_EVENTS)
 
     def listen(self, address: tuple[str, int]) -> None:
         lsock = socket.create_server(address, reuse_port=False)
@@ -93,6 +97,20 @@ class AgentServer:
     ) -> None:
         _, frame = conn.session.make(mtype, data, re)
         conn.write(frame)
+
+    def send_event(self, event: dict[str, Any]) -> None:
+        """A job event to every controller session; with none, kept for the next one."""
+        sessions = self.sessions()
+        if not sessions:
+            self.backlog.append(event)
+            return
+        for c in sessions:
+            self.send(c, wire.JOB_EVENT, event)
+
+    def send_backlog(self, conn: AgentConn) -> None:
+        """Events that found no session, to a newly established one."""
+        while self.backlog:
+            self.send(conn, wire.JOB_EVENT, self.backlog.popleft())
 
     def close(self) -> None:
         for conn in list(self.conns.values()):

@@ -133,7 +133,7 @@ def test_reattach(tmp_path: Path) -> None:
     assert live.reattached and live.frozen and live.weight == 300 and not live.ended
     gone = agent.jobs["gone"]
     assert gone.ended and gone.exit_code is None
-    assert [e["job_id"] for e in agent.events] == ["gone"]
+    assert [e["job_id"] for e in agent.server.backlog] == ["gone"]  # for the next session
     assert not drv.exists(f"{PARENT}/job-gone")
     fs.exit_pid(999999)
     agent.reap()
@@ -280,3 +280,17 @@ def test_oversize_frame_refused_then_good_client_works(
     s.close()
     with AgentClient(addr, KEY) as c:
         assert c.status()["node"] == "u0"
+
+
+def test_event_without_a_session_reaches_the_next_one(
+    running: tuple[Agent, tuple[str, int]],
+) -> None:
+    agent, addr = running
+    # No controller connected: the event waits (the loop thread only appends too).
+    agent.server.send_event({"node": "u0", "job_id": "j9", "event": "exit", "exit_code": 3})
+    with AgentClient(addr, KEY) as c:
+        deadline = time.monotonic() + 5
+        while not c.events and time.monotonic() < deadline:
+            c.poll(0.1)
+        assert [e.data["job_id"] for e in c.events] == ["j9"]
+    assert not agent.server.backlog
