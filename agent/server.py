@@ -1,10 +1,11 @@
-"""The agent's sockets: listening, connections, authenticated frames, refusals.
+"""The agent's sockets: listening, connections, authenticated frames, refusals, job events.
 
 Framing and authentication are agent/wire.py; what a request does is
 agent/api.py. A connection is a :class:`common.conn.Connection` carrying a
 frame decoder and a wire session; a frame that fails to decode or
 authenticate is answered with an error, logged, and its connection closed,
-while the agent keeps serving everyone else.
+while the agent keeps serving everyone else. Job events go to every
+controller session, or wait (bounded) for the next one.
 """
 
 from __future__ import annotations
