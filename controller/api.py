@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controller.checkpoint import CheckpointError
-from controller.jobs import SpecError
+from controller.jobs import RequestError, SpecError
 from controller.operator import ConfigError
 from controller.policies.base import PolicyError
-from controller.quantum import RequestError, Scheduler
+from controller.quantum import Scheduler
 
 log = logging.getLogger("controller.api")
 

@@ -41,6 +41,10 @@ class SpecError(ValueError):
     """A submission the controller refuses; the message says what and how to fix it."""
 
 
+class RequestError(ValueError):
+    """A request the scheduler refuses (bad job id, permission, limit)."""
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """What the user asked for (docs/controller-api.md, ``submit``)."""

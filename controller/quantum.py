@@ -57,6 +57,7 @@ from controller.jobs import (
     QUEUED,
     STANDBY,
     Job,
+    RequestError,
     SpecError,
     parse_spec,
 )
@@ -69,10 +70,6 @@ log = logging.getLogger("controller.quantum")
 
 PORT_BASE = 20000
 SKEW_WINDOW = 10000
-
-
-class RequestError(ValueError):
-    """A request the scheduler refuses (bad job id, permission, limit)."""
 
 
 def job_port(job_id: int) -> int:
@@ -189,9 +186,6 @@ class Scheduler:
         """Push operator settings that live inside the policy (max_slots)."""
         # Only new rows are affected: existing rows are never torn down.
         self.fam.set_max_slots(self.cfg.max_slots)
-
-    def request_error(self, message: str) -> RequestError:
-        return RequestError(message)
 
     # ---- requests ------------------------------------------------------------
     def submit(self, raw: object, user: str) -> int:

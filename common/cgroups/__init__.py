@@ -49,11 +49,7 @@ def open_cgroups(
         if prefer == "v1" or (prefer == "auto" and os.path.isdir(os.path.join(root, "freezer"))):
             layout = Layout.v1_at(root)
         else:
-            try:
-                offered = frozenset(fs.read(os.path.join(root, "cgroup.controllers")).split())
-            except OSError:
-                offered = frozenset()
-            layout = Layout.v2_at(root, offered)
+            layout = _v2_layout(root, fs)
     else:
         layout = detect_layout(prefer, fs=fs)
     layout = resolve_base(layout, fs, override=base if base is not None else env_base())
@@ -69,11 +65,16 @@ def V2Driver(root: str | os.PathLike[str] = "/sys/fs/cgroup", **kw: object) -> C
     """A driver on the cgroup2 tree at ``root``, with the controllers its root offers."""
     fs = kw.get("fs") or CgroupFS()
     assert isinstance(fs, CgroupFS)
+    return Cgroups(_v2_layout(str(root), fs), **kw)  # type: ignore[arg-type]
+
+
+def _v2_layout(root: str, fs: CgroupFS) -> Layout:
+    """The cgroup2 tree at ``root`` with the controllers its root offers."""
     try:
-        offered = frozenset(fs.read(os.path.join(str(root), "cgroup.controllers")).split())
+        offered = frozenset(fs.read(os.path.join(root, "cgroup.controllers")).split())
     except OSError:
         offered = frozenset()
-    return Cgroups(Layout.v2_at(str(root), offered), **kw)  # type: ignore[arg-type]
+    return Layout.v2_at(root, offered)
 
 
 __all__ = [

@@ -37,9 +37,6 @@ class Capabilities:
 
     weights_enforced: bool
     native_kill: bool
-    rt_budget: bool = False  # v1 RT group scheduling: per-group cpu.rt_runtime_us
-    cpu_limits: bool = False  # CFS bandwidth (cpu.cfs_quota_us / cpu.max)
-    cpusets: bool = False
 
 
 def parse_pids(text: str) -> list[int]:

@@ -66,17 +66,13 @@ def resolve_base(
         raise CgroupSetupError(
             "cannot tell this process's cgroup (no 0:: line in /proc/self/cgroup)"
         )
+    # systemd marks only the unit's own cgroup, so from <base>/supervisor (where
+    # an earlier run moved us) the walk up still ends at the base.
     path = own
     while path:
         if is_delegated(fs, layout.unified, path):
-            if path.endswith("/" + SUPERVISOR_LEAF):
-                path = path.rsplit("/", 1)[0]
             return layout.with_base(path, delegated=True)
-        parent = path.rsplit("/", 1)[0] if "/" in path else ""
-        # We moved ourselves into <base>/supervisor on an earlier run.
-        if path.endswith("/" + SUPERVISOR_LEAF) and is_delegated(fs, layout.unified, parent):
-            return layout.with_base(parent, delegated=True)
-        path = parent
+        path = path.rsplit("/", 1)[0] if "/" in path else ""
     raise CgroupSetupError(
         f"this is a cgroup v2 host run by systemd and /{own} is not delegated to cosched",
         fix="run it in a unit or scope with Delegate=yes, e.g. "

@@ -22,7 +22,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from common.cgroups.base import (
     DEFAULT_WEIGHT,
@@ -39,8 +39,6 @@ from common.cgroups.v2 import V2Acct, V2Cpu, V2Cpuset, V2Freezer
 from common.cpus import count_cpus
 
 FREEZE_ANCHOR = "freeze-anchor"  # not a job: job groups are named job-<id>
-# Controllers cosched enables in cgroup2 subtrees (freezer and accounting are core).
-V2_DELEGATED = ("cpu", "cpuset")
 
 
 class _Freezer(Protocol):
@@ -95,21 +93,19 @@ class Cgroups:
         self.fs = fs or CgroupFS()
         self.freeze_timeout = freeze_timeout
         self.poll_interval = poll_interval
-        L = layout.controllers
-        self._freezer: _Freezer | None = None
-        if "freezer" in L:
-            self._freezer = V1Freezer(self.fs) if L["freezer"].version == 1 else V2Freezer(self.fs)
-        self._cpu: _Cpu | None = None
-        if "cpu" in L:
-            self._cpu = V1Cpu(self.fs) if L["cpu"].version == 1 else V2Cpu(self.fs)
-        self._acct: _Acct | None = None
-        if "cpuacct" in L:
-            self._acct = V1Acct(self.fs) if L["cpuacct"].version == 1 else V2Acct(self.fs)
-        self._cpuset: _Cpuset | None = None
-        if "cpuset" in L:
-            self._cpuset = V1Cpuset(self.fs) if L["cpuset"].version == 1 else V2Cpuset(self.fs)
+        # Each resource served by the v1 or v2 files, as the layout says (None = missing).
+        self._freezer: _Freezer | None = self._pick("freezer", V1Freezer, V2Freezer)
+        self._cpu: _Cpu | None = self._pick("cpu", V1Cpu, V2Cpu)
+        self._acct: _Acct | None = self._pick("cpuacct", V1Acct, V2Acct)
+        self._cpuset: _Cpuset | None = self._pick("cpuset", V1Cpuset, V2Cpuset)
         self._weights: dict[str, int] = {}
-        self._files: dict[tuple[str, str], str] = {}
+        self._usage_files: dict[str, str] = {}  # read every quantum: no path joins there
+
+    def _pick(self, resource: str, v1: type, v2: type) -> Any:
+        h = self.layout.controllers.get(resource)
+        if h is None:
+            return None
+        return v1(self.fs) if h.version == 1 else v2(self.fs)
 
     # ---- what this host offers ---------------------------------------------------
     @property
@@ -121,9 +117,6 @@ class Cgroups:
         return Capabilities(
             weights_enforced=self._cpu is not None,
             native_kill=self._freezer is not None and self._freezer.version == 2,
-            rt_budget=self._cpu is not None and self._cpu.rt_runtime(self._root("cpu")) is not None,
-            cpu_limits=self._cpu is not None,
-            cpusets=self._cpuset is not None,
         )
 
     def available(self) -> bool:
@@ -166,16 +159,6 @@ class Cgroups:
 
     def _dir(self, resource: str, rel: str) -> str:
         return f"{self._root(resource)}/{rel}"
-
-    def _file(self, resource: str, rel: str, name: str) -> str:
-        # Plain-string cache: these are read in the freeze confirmation loop,
-        # where joins cost more than the read itself.
-        key = (rel, name)
-        f = self._files.get(key)
-        if f is None:
-            f = f"{self._root(resource)}/{rel}/{name}"
-            self._files[key] = f
-        return f
 
     def _primary(self) -> Hierarchy:
         """The hierarchy that lists a group's processes: the freezer's, else any."""
@@ -362,8 +345,7 @@ class Cgroups:
             except OSError as e:
                 errors.append(f"{d}: {e.strerror or e}")
         self._weights.pop(rel, None)
-        for key in [k for k in self._files if k[0] == rel]:
-            del self._files[key]
+        self._usage_files.pop(rel, None)
         if errors:
             raise CgroupError("cannot remove " + "; ".join(errors))
 
@@ -425,11 +407,10 @@ class Cgroups:
         if self._acct is None:
             raise CgroupError("no CPU accounting on this host (cpuacct or cgroup2 cpu.stat)")
         rel = check_rel(path)
-        key = (rel, "\0usage")
-        f = self._files.get(key)
+        f = self._usage_files.get(rel)
         if f is None:
             f = self._acct.usage_file(self._dir("cpuacct", rel))
-            self._files[key] = f
+            self._usage_files[rel] = f
         return self._acct.usage_ns(f)
 
     def set_cpu_max(self, path: str, quota_us: int | None, period_us: int) -> None:

@@ -281,7 +281,7 @@ class FakeCgroupFS(CgroupFS):
         # A pid lives in exactly one group per hierarchy: drop it elsewhere.
         top = self._hierarchy(procs)
         for other in top.rglob("cgroup.procs"):
-            if other == procs or (other.parent != top and self._hierarchy(other) != top):
+            if other == procs:
                 continue
             pids = other.read_text().split()
             if pid in pids:

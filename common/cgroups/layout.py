@@ -23,6 +23,7 @@ and the cgroup2 root's ``cgroup.controllers``); :func:`detect_layout` reads them
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -131,15 +132,7 @@ class Layout:
         )
 
     def with_base(self, base: str, *, delegated: bool) -> Layout:
-        return Layout(
-            self.controllers,
-            self.unified,
-            self.v2_controllers,
-            self.bound_v1,
-            base.strip("/"),
-            self.systemd,
-            delegated,
-        )
+        return dataclasses.replace(self, base=base.strip("/"), delegated=delegated)
 
     # ---- ready-made layouts (tests, explicit --cgroup-root) -------------------------
     @classmethod
@@ -239,13 +232,5 @@ def detect_layout(
             v2_text = ""
     layout = parse_layout(mounts_text, v2_text, prefer)
     if systemd_running():
-        layout = Layout(
-            layout.controllers,
-            layout.unified,
-            layout.v2_controllers,
-            layout.bound_v1,
-            layout.base,
-            True,
-            False,
-        )
+        layout = dataclasses.replace(layout, systemd=True)
     return layout

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from controller import classes
 from controller.families.base import Family, Plan
-from controller.jobs import QUEUED, Job
+from controller.jobs import QUEUED, Job, RequestError
 from controller.policies.base import GangPolicy, PolicyError, QuantumPlan
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class GangFamily(Family):
                 try:
                     self.policy.pin(job.job_id, nodes)
                 except PolicyError as e:
-                    raise s.request_error(f"restore: cannot pin job {job.job_id}: {e}") from e
+                    raise RequestError(f"restore: cannot pin job {job.job_id}: {e}") from e
         finally:
             self.policy.set_max_slots(s.cfg.max_slots)
 

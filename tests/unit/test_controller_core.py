@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from controller import classes
-from controller.jobs import SpecError, parse_spec
+from controller.jobs import RequestError, SpecError, parse_spec
 from controller.operator import ConfigError, OperatorConfig
-from controller.quantum import RequestError, Scheduler, command_skew_s, job_utilization
+from controller.quantum import Scheduler, command_skew_s, job_utilization
 from tests.unit.controller_fakes import FakePool
 
 
