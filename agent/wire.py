@@ -46,8 +46,23 @@ STATUS = "status"
 JOB_EVENT = "job_event"
 OK = "ok"
 ERROR = "error"
+LOCAL_POLICY = "local_policy"  # the communication-driven scheme to run (docs/cdc.md)
 MESSAGE_TYPES = frozenset(
-    {HELLO, HEARTBEAT, LAUNCH, QUANTUM, ACK, KILL, STATUS, JOB_EVENT, OK, ERROR, "request", "reply"}
+    {
+        HELLO,
+        HEARTBEAT,
+        LAUNCH,
+        QUANTUM,
+        ACK,
+        KILL,
+        STATUS,
+        JOB_EVENT,
+        OK,
+        ERROR,
+        LOCAL_POLICY,
+        "request",
+        "reply",
+    }
 )
 
 # Required data fields and their types per request type; replies are free-form.
@@ -58,6 +73,7 @@ SCHEMAS: dict[str, dict[str, type | tuple[type, ...]]] = {
     QUANTUM: {"q": int, "start": (int, float), "node": str, "jobs": dict},
     KILL: {"node": str, "job_id": str},
     STATUS: {},
+    LOCAL_POLICY: {"node": str, "scheme": str},
 }
 
 
