@@ -1,0 +1,105 @@
+"""The NIC API between the message library (apps/mp) and its agent (docs/cdc.md).
+
+Shared by both sides and free of any other agent import, so the library can
+use it without pulling in the daemon. Two shared pages:
+
+* the rank's **state page** (written by the library, read by the agent):
+  wait state, collective flag, unexpected-queue length, consumed count and
+  the message-delay histogram;
+* the node's **ERL page** (written by the agent, read by the library): the
+  node's expected rescheduling latency in µs, copied into every header.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+MAGIC = 0x504D5343  # b"CSMP" little-endian
+VERSION = 1
+
+WAIT_COMPUTING = 0
+WAIT_SPINNING = 1
+WAIT_BLOCKED = 2
+
+# Message delay histogram upper bounds, seconds (the last is +Inf).
+MD_BUCKETS_S: tuple[float, ...] = (
+    10e-6,
+    25e-6,
+    50e-6,
+    100e-6,
+    250e-6,
+    500e-6,
+    1e-3,
+    2.5e-3,
+    5e-3,
+    10e-3,
+    25e-3,
+    50e-3,
+    100e-3,
+    1.0,
+    10.0,
+    math.inf,
+)
+
+_HEAD = struct.Struct("<IIII")  # magic, version, wait, in_collective
+_COUNTS = struct.Struct("<QQQQ")  # unexpected, consumed, md_count, md_sum_ns
+_BUCKETS = struct.Struct("<" + "Q" * len(MD_BUCKETS_S))
+
+OFF_WAIT = 8
+OFF_IN_COLLECTIVE = 12
+OFF_UNEXPECTED = 16
+OFF_CONSUMED = 24
+OFF_MD_COUNT = 32
+OFF_MD_SUM = 40
+OFF_MD_BUCKETS = 48
+STATE_SIZE = 4096  # one page; the fields use OFF_MD_BUCKETS + 8 * 16 = 176 bytes
+
+ERL_PAGE_SIZE = 8
+_ERL = struct.Struct("<q")
+
+
+class PageError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    wait: int
+    in_collective: int
+    unexpected: int
+    consumed: int
+    md_count: int
+    md_sum_ns: int
+    md_buckets: tuple[int, ...]
+
+
+def init_state(buf: bytearray | memoryview | object) -> None:
+    """Write magic and version into a fresh (zeroed) state page."""
+    _HEAD.pack_into(buf, 0, MAGIC, VERSION, WAIT_COMPUTING, 0)  # type: ignore[arg-type]
+
+
+def read_state(buf: object) -> State:
+    magic, version, wait, coll = _HEAD.unpack_from(buf, 0)  # type: ignore[call-overload]
+    if magic != MAGIC or version != VERSION:
+        raise PageError(f"not a cosched state page (magic {magic:#x}, version {version})")
+    unexp, consumed, md_count, md_sum = _COUNTS.unpack_from(buf, OFF_UNEXPECTED)  # type: ignore[call-overload]
+    buckets = _BUCKETS.unpack_from(buf, OFF_MD_BUCKETS)  # type: ignore[call-overload]
+    return State(wait, coll, unexp, consumed, md_count, md_sum, tuple(buckets))
+
+
+def md_bucket(seconds: float) -> int:
+    """Index of the histogram bucket a delay falls into."""
+    for i, bound in enumerate(MD_BUCKETS_S):
+        if seconds <= bound:
+            return i
+    return len(MD_BUCKETS_S) - 1
+
+
+def write_erl(buf: object, erl_us: int) -> None:
+    _ERL.pack_into(buf, 0, erl_us)  # type: ignore[arg-type]
+
+
+def read_erl(buf: object) -> int:
+    return int(_ERL.unpack_from(buf, 0)[0])  # type: ignore[call-overload]
