@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent import wire
 from agent.jobs import JobError, check_job_id, kill_job
+from agent.local import LocalConfig, LocalPolicyError
 from agent.server import AgentConn
 from common.cgroups import DEFAULT_WEIGHT
 
@@ -73,6 +74,7 @@ class AgentAPI:
             wire.QUANTUM: self._on_quantum,
             wire.KILL: self._on_kill,
             wire.STATUS: self._on_status,
+            wire.LOCAL_POLICY: self._on_local_policy,
         }
 
     def _check_node(self, msg: wire.Message) -> None:
@@ -120,7 +122,18 @@ class AgentAPI:
             "heartbeat_age_s": self.agent.failsafe.age(),
             "last_q": self.agent.last_q,
             "jobs": [j.summary() for j in self.agent.jobs.values()],
+            "cdc": self.agent.local.status(),
         }
+
+    def _on_local_policy(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+        self._check_node(msg)
+        try:
+            cfg = LocalConfig.from_request(msg.data)
+            return wire.OK, self.agent.local.configure(cfg)
+        except LocalPolicyError as e:
+            raise Refused("bad_request", str(e)) from None
+        except OSError as e:
+            raise Refused("local_policy_failed", f"cannot start the local scheduler: {e}") from None
 
     def _on_kill(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
         self._check_node(msg)

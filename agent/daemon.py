@@ -28,6 +28,7 @@ from typing import Any
 from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, spawn_rank
+from agent.local import LocalScheduler
 from agent.metrics import AgentMetrics, Snapshot
 from agent.realtime import set_realtime
 from agent.server import AgentConn, AgentServer
@@ -104,6 +105,7 @@ class Agent:
         self._next_reap = 0.0
         self._pending_remove: dict[str, float] = {}  # cgroup -> give-up time
         self._stopping = False
+        self.local = LocalScheduler(self)
         self.api = AgentAPI(self)
         self.server = AgentServer(self.sel, config.key, config.node, self.api.dispatch, self._heard)
 
@@ -163,17 +165,20 @@ class Agent:
 
     def loop(self) -> None:
         while not self._stopping:
-            self.step(min(self.failsafe.time_left(), REAP_INTERVAL))
+            self.step(min(self.failsafe.time_left(), REAP_INTERVAL, self.local.timeout()))
 
     def step(self, timeout: float) -> None:
         for key, mask in self.sel.select(max(0.0, timeout)):
             if self.server.owns(key.data):
                 self.server.ready(key.data, mask)
+            elif self.local.owns(key.data):
+                self.local.ready(key.data)
             elif key.data is _WAKEUP:
                 with contextlib.suppress(BlockingIOError):
                     while os.read(key.fd, 512):
                         pass
                 self._next_reap = 0.0  # a child exited (or another signal): reap now
+        self.local.poll()
         if self.failsafe.poll() is Transition.ACTIVATE:
             self._activate_failsafe()
         now = time.monotonic()
@@ -183,6 +188,7 @@ class Agent:
 
     def shutdown(self) -> None:
         """Never leave a job frozen behind: thaw everything, default weights."""
+        self.local.close()
         self._release_all("agent exiting")
         with contextlib.suppress(CgroupError, OSError):
             self.driver.unpin_freezer(self.parent)
@@ -336,6 +342,7 @@ class Agent:
             raise Refused("job_exists", f"cgroup {cg} still exists")
         base_env = dict(os.environ) if d.get("inherit_env", True) else {}
         base_env.update(env_extra)
+        base_env.update(self.local.job_env())
         base_env.update(
             COSCHED_JOB_ID=jid,
             COSCHED_NODE=self.cfg.node,
@@ -343,6 +350,9 @@ class Agent:
         )
         out_dir = self.cfg.run_dir / f"job-{jid}"
         job = Job(jid, cg, weight=weight, frozen=frozen, run_dir=out_dir)
+        with contextlib.suppress(ValueError):
+            # The library holds messages this long (userspace delay): the NIC view waits as long.
+            job.net_delay_s = float(env_extra.get("COSCHED_NET_DELAY_US", "0")) / 1e6
         try:
             self.driver.create(cg)
             self.driver.set_weight(cg, weight)
@@ -405,7 +415,8 @@ class Agent:
                 j.frozen = True
         for j in live:
             w = runnable.get(j.job_id)
-            if w is not None and w != j.weight:
+            # A local scheme owns the weights (its boosts); the quantum only freezes and thaws.
+            if w is not None and w != j.weight and not self.local.active:
                 try:
                     self.driver.set_weight(j.cgroup, w)
                     j.weight = w

@@ -52,6 +52,7 @@ class Job:
     usage_base_ns: int = 0  # usage at the previous quantum ack
     final_usage_ns: int | None = None
     run_dir: Path | None = None
+    net_delay_s: float = 0.0  # userspace link delay the library applies (NIC view waits too)
 
     def summary(self) -> dict[str, object]:
         return {

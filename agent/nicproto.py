@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 MAGIC = 0x504D5343  # b"CSMP" little-endian
 VERSION = 1
@@ -75,17 +76,17 @@ class State:
     md_buckets: tuple[int, ...]
 
 
-def init_state(buf: bytearray | memoryview | object) -> None:
+def init_state(buf: Any) -> None:
     """Write magic and version into a fresh (zeroed) state page."""
-    _HEAD.pack_into(buf, 0, MAGIC, VERSION, WAIT_COMPUTING, 0)  # type: ignore[arg-type]
+    _HEAD.pack_into(buf, 0, MAGIC, VERSION, WAIT_COMPUTING, 0)
 
 
-def read_state(buf: object) -> State:
-    magic, version, wait, coll = _HEAD.unpack_from(buf, 0)  # type: ignore[call-overload]
+def read_state(buf: Any) -> State:
+    magic, version, wait, coll = _HEAD.unpack_from(buf, 0)
     if magic != MAGIC or version != VERSION:
         raise PageError(f"not a cosched state page (magic {magic:#x}, version {version})")
-    unexp, consumed, md_count, md_sum = _COUNTS.unpack_from(buf, OFF_UNEXPECTED)  # type: ignore[call-overload]
-    buckets = _BUCKETS.unpack_from(buf, OFF_MD_BUCKETS)  # type: ignore[call-overload]
+    unexp, consumed, md_count, md_sum = _COUNTS.unpack_from(buf, OFF_UNEXPECTED)
+    buckets = _BUCKETS.unpack_from(buf, OFF_MD_BUCKETS)
     return State(wait, coll, unexp, consumed, md_count, md_sum, tuple(buckets))
 
 
@@ -97,9 +98,9 @@ def md_bucket(seconds: float) -> int:
     return len(MD_BUCKETS_S) - 1
 
 
-def write_erl(buf: object, erl_us: int) -> None:
-    _ERL.pack_into(buf, 0, erl_us)  # type: ignore[arg-type]
+def write_erl(buf: Any, erl_us: int) -> None:
+    _ERL.pack_into(buf, 0, erl_us)
 
 
-def read_erl(buf: object) -> int:
-    return int(_ERL.unpack_from(buf, 0)[0])  # type: ignore[call-overload]
+def read_erl(buf: Any) -> int:
+    return int(_ERL.unpack_from(buf, 0)[0])

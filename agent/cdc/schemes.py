@@ -1,0 +1,261 @@
+"""The local coscheduling schemes of seed 002 Table 1, as pure decision logic.
+
+At each decision point the agent (agent/local.py) hands a scheme what the NIC
+emulation knows of every registered process and asks which process should
+hold the boost until the next decision point (``None``: nobody, all default
+weights). Schemes keep only their own ordering state (arrival queue, round
+robin position); they never touch the kernel, so every decision is
+unit-testable on scripted sequences.
+
+"Running" in DCS's "boost when the destination is not the running process"
+is the process that holds the boost: a user-level agent cannot see which
+task is on the CPU at the instant of an arrival, and the holder is the one it
+made run. See docs/cdc.md for every such choice.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar
+
+from agent.cdc.erl import PendingMsg, erl_max_us, w_total
+
+
+class Event(StrEnum):
+    TICK = "tick"  # the periodic decision (PB's kernel thread, the scheduler tick)
+    ARRIVAL = "arrival"  # the NIC saw a message for ``subject`` (an "interrupt")
+    COLL_ON = "coll_on"  # ``subject`` entered a collective (HYBRID)
+    COLL_OFF = "coll_off"  # ``subject`` left it
+
+
+@dataclass(frozen=True, slots=True)
+class ProcView:
+    """One registered process as the NIC emulation sees it at a decision point."""
+
+    key: str
+    pending: tuple[PendingMsg, ...] = ()
+    blocked: bool = False  # blocked in the library waiting for a message
+    in_collective: bool = False
+
+    @property
+    def first_seen(self) -> float:
+        return min((m.seen_s for m in self.pending), default=float("inf"))
+
+
+class Scheme(ABC):
+    """A message-waiting action pair and a boost policy (one row of Table 1)."""
+
+    name: ClassVar[str]
+    send_wait: ClassVar[str] = "spin"
+    recv_wait: ClassVar[str] = "spin"
+    # Events (besides TICK) that are decision points for this scheme.
+    reacts_to: ClassVar[frozenset[Event]] = frozenset()
+
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
+        self.mpl = mpl
+        self.tick_s = tick_s
+        self.holder: str | None = None
+
+    def is_decision(self, event: Event) -> bool:
+        return event is Event.TICK or event in self.reacts_to
+
+    @abstractmethod
+    def decide(
+        self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
+    ) -> str | None:
+        """The process that holds the boost from now on (also stored in ``holder``)."""
+
+
+class Local(Scheme):
+    """LOCAL (§2.2): spin and nothing else; no coordination at all."""
+
+    name = "local"
+
+    def decide(
+        self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
+    ) -> str | None:
+        self.holder = None
+        return None
+
+
+class Batch(Local):
+    """BATCH (§2.1): one job per node (the controller's MPL 1); nothing to boost."""
+
+    name = "batch"
+
+
+class _ArrivalOrder(Scheme):
+    """Interrupt & boost: boosted processes run in the order their messages came.
+
+    Every arrival for a process that is not the holder (and, for the blocking
+    schemes, that is blocked waiting) queues it; the head of the queue holds
+    the boost until it has no pending message left, then the next one does.
+    """
+
+    reacts_to = frozenset({Event.ARRIVAL})
+
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
+        super().__init__(mpl, tick_s)
+        self.queue: list[str] = []
+
+    def wants_boost(self, proc: ProcView) -> bool:
+        return True
+
+    def decide(
+        self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
+    ) -> str | None:
+        self.queue = [k for k in self.queue if k in procs and procs[k].pending]
+        if event is Event.ARRIVAL and subject is not None and subject in procs:
+            p = procs[subject]
+            if (
+                p.pending
+                and subject != self.holder
+                and subject not in self.queue
+                and self.wants_boost(p)
+            ):
+                self.queue.append(subject)
+        self.holder = self.queue[0] if self.queue else None
+        return self.holder
+
+
+class DCS(_ArrivalOrder):
+    """DCS (§2.3.1, Sobalvarro et al.): spin; on arrival boost the destination."""
+
+    name = "dcs"
+
+
+class IB(_ArrivalOrder):
+    """IB (§2.3.2): the receiver blocks at once; the wake-up on arrival boosts it."""
+
+    name = "ib"
+    recv_wait = "block"
+
+    def wants_boost(self, proc: ProcView) -> bool:
+        return proc.blocked  # only a blocked process is woken by the interrupt
+
+
+class SB(IB):
+    """SB (§2.3.2, Dusseau et al.): spin for the spin time, then block; boost on wake-up."""
+
+    name = "sb"
+    recv_wait = "spinblock"
+
+
+class PB(Scheme):
+    """PB (§2.3.1): each tick, boost one process with pending messages, round robin."""
+
+    name = "pb"
+
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
+        super().__init__(mpl, tick_s)
+        self.last: str | None = None
+
+    def decide(
+        self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
+    ) -> str | None:
+        if event is not Event.TICK:
+            return self.holder
+        keys = list(procs)
+        start = keys.index(self.last) + 1 if self.last in keys else 0
+        self.holder = None
+        for k in keys[start:] + keys[:start]:
+            if procs[k].pending:
+                self.holder = self.last = k
+                break
+        return self.holder
+
+
+class Hybrid(Scheme):
+    """HYBRID (§2.3.2, Choi et al.): block; boost at collective entry, restore at its end."""
+
+    name = "hybrid"
+    send_wait = "block"
+    recv_wait = "block"
+    reacts_to = frozenset({Event.COLL_ON, Event.COLL_OFF})
+
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
+        super().__init__(mpl, tick_s)
+        self.queue: list[str] = []
+
+    def decide(
+        self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
+    ) -> str | None:
+        if event is Event.COLL_OFF and subject in self.queue:
+            self.queue.remove(subject)
+        if (
+            event is Event.COLL_ON
+            and subject is not None
+            and subject in procs
+            and subject not in self.queue
+        ):
+            self.queue.append(subject)
+        # The state page is the truth: an event may have been lost or overtaken.
+        self.queue = [k for k in self.queue if k in procs and procs[k].in_collective]
+        for k, p in procs.items():
+            if p.in_collective and k not in self.queue and event is Event.TICK:
+                self.queue.append(k)
+        self.holder = self.queue[0] if self.queue else None
+        return self.holder
+
+
+class _Contention(Scheme):
+    """CC (§3, §4.2): boost the pending process with the highest W_c + W_r.
+
+    Ties (equal weights) go to the earliest arrival, then to registration order.
+    """
+
+    def erl_max(self) -> float:
+        return erl_max_us(self.mpl, self.tick_s * 1e6)
+
+    def decide(
+        self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
+    ) -> str | None:
+        if not self.is_decision(event):
+            return self.holder
+        emax = self.erl_max()
+        best: tuple[float, float, int] | None = None
+        self.holder = None
+        for i, (k, p) in enumerate(procs.items()):
+            if not p.pending:
+                continue
+            score = (w_total(p.pending, now, emax), -p.first_seen, -i)
+            if best is None or score > best:
+                best, self.holder = score, k
+        return self.holder
+
+
+class CCS(_Contention):
+    """CC-S: spinning; reordering in the periodic thread (like PB)."""
+
+    name = "cc-s"
+
+
+class CCB(_Contention):
+    """CC-B: immediate blocking on both sides; reordering at every context switch."""
+
+    name = "cc-b"
+    send_wait = "block"
+    recv_wait = "block"
+    reacts_to = frozenset({Event.ARRIVAL})
+
+
+SCHEMES: dict[str, type[Scheme]] = {
+    c.name: c for c in (Batch, Local, DCS, PB, IB, SB, Hybrid, CCS, CCB)
+}
+
+
+class UnknownScheme(ValueError):
+    pass
+
+
+def make_scheme(name: str, mpl: int = 5, tick_s: float = 0.010) -> Scheme:
+    try:
+        cls = SCHEMES[name]
+    except KeyError:
+        raise UnknownScheme(
+            f"unknown local scheme {name!r}; valid schemes: {', '.join(SCHEMES)}"
+        ) from None
+    return cls(mpl, tick_s)

@@ -1,0 +1,409 @@
+"""The agent's local scheduler for communication-driven coscheduling (seed 002).
+
+Ties the NIC emulation (agent/nic.py), the ERL exchange (agent/gossip.py) and
+a scheme (agent/cdc/schemes.py) into the agent's event loop:
+
+* every ``tick`` (a decision point for every scheme) it reads what is pending,
+  updates this node's ERL (eq. 1) and lets the scheme pick the boost holder;
+* arrivals the kernel reports on the duplicated sockets, and collective
+  entry/exit events, are decision points for the schemes that react to them
+  (DCS, IB, SB and CC-B; HYBRID);
+* at every decision point it counts one decision, and one boost conflict
+  when two or more processes had pending messages (BCR, docs/cdc.md);
+* the boost is a CPU weight: the holder's job gets ``BOOST_WEIGHT``, every
+  other job the default.
+
+While a scheme is active the agent owns the job weights; the controller's
+quantum command still freezes, thaws and collects CPU time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import selectors
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent import nicproto
+from agent.cdc.erl import erl_us
+from agent.cdc.schemes import SCHEMES, Event, ProcView, Scheme, make_scheme
+from agent.gossip import ErlGossip
+from agent.nic import NicServer
+from agent.switchcost import measure_cost_switch_us
+from common.cgroups import DEFAULT_WEIGHT, CgroupError
+from common.names import AGENT_PORT
+
+if TYPE_CHECKING:
+    from agent.daemon import Agent
+
+log = logging.getLogger("agent.local")
+
+BOOST_WEIGHT = 10000  # the top of the v2 scale (cpu.shares 102400 on v1)
+GOSSIP_PORT = AGENT_PORT + 2
+ED_WINDOW_S = 0.5  # how often ED is re-measured from /proc/<pid>/schedstat
+BOOSTS = ("weight",)
+
+
+class LocalPolicyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    scheme: str
+    mpl: int = 5
+    tick_s: float = 0.010
+    spin_us: float = 150.0
+    boost: str = "weight"
+    peers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_request(cls, d: Mapping[str, Any]) -> LocalConfig:
+        scheme = d.get("scheme")
+        if scheme not in SCHEMES and scheme != "none":
+            raise LocalPolicyError(
+                f"unknown local scheme {scheme!r}; valid schemes: none, {', '.join(SCHEMES)}"
+            )
+        mpl, tick_ms = d.get("mpl", 5), d.get("tick_ms", 10.0)
+        spin_us, boost, peers = (
+            d.get("spin_us", 150.0),
+            d.get("boost", "weight"),
+            d.get("peers", {}),
+        )
+        if not isinstance(mpl, int) or isinstance(mpl, bool) or not 1 <= mpl <= 64:
+            raise LocalPolicyError(f"mpl must be an integer in 1..64, got {mpl!r}")
+        if not isinstance(tick_ms, int | float) or not 1.0 <= tick_ms <= 1000.0:
+            raise LocalPolicyError(f"tick_ms must be in 1..1000, got {tick_ms!r}")
+        if not isinstance(spin_us, int | float) or not 0 <= spin_us <= 1e6:
+            raise LocalPolicyError(f"spin_us must be in 0..1e6, got {spin_us!r}")
+        if boost not in BOOSTS:
+            raise LocalPolicyError(f"boost must be one of {', '.join(BOOSTS)}, got {boost!r}")
+        if not isinstance(peers, dict) or not all(
+            isinstance(n, str) and isinstance(v, dict) and isinstance(v.get("ctl"), str)
+            for n, v in peers.items()
+        ):
+            raise LocalPolicyError("peers must map node -> {'ctl': ip, 'data': ip}")
+        return cls(str(scheme), mpl, float(tick_ms) / 1e3, float(spin_us), boost, peers)
+
+
+@dataclass
+class Counters:
+    decisions: int = 0
+    conflicts: int = 0
+    boosts: int = 0  # holder changes to a process
+    ticks: int = 0
+    events: int = 0
+
+
+class _Tag:
+    """Selector data of the local scheduler's file objects."""
+
+    def __init__(self, kind: str, conn: socket.socket | None = None) -> None:
+        self.kind = kind
+        self.conn = conn
+
+
+class LocalScheduler:
+    def __init__(self, agent: Agent, clock: Callable[[], float] = time.monotonic) -> None:
+        self.agent = agent
+        self.clock = clock
+        self.cfg: LocalConfig | None = None
+        self.scheme: Scheme | None = None
+        self.nic: NicServer | None = None
+        self.gossip: ErlGossip | None = None
+        self.counters = Counters()
+        self.cost_switch_us: float | None = None
+        self.erl_us = 0.0
+        self.ed_us = 0.0
+        self.enp = 0
+        self.holder: str | None = None
+        self.boosted_job: str | None = None
+        self.next_tick = 0.0
+        self._ed_prev: dict[int, tuple[int, int]] = {}
+        self._ed_next = 0.0
+        self._data_node: dict[str, str] = {}
+        self.decision_cost_s = 0.0  # time spent deciding, for the benchmark
+        self.gossip_port = GOSSIP_PORT  # tests use 0 (any free port)
+
+    @property
+    def active(self) -> bool:
+        return self.scheme is not None
+
+    # ---- configuration (the local_policy request) ----------------------------------
+    def configure(self, cfg: LocalConfig) -> dict[str, Any]:
+        if cfg.scheme == "none":
+            self.stop()
+            return self.reply()
+        if self.cost_switch_us is None:
+            self.cost_switch_us = measure_cost_switch_us()
+            log.info("Cost_switch measured: %.2f us", self.cost_switch_us)
+        self._data_node = {
+            v["data"]: n for n, v in cfg.peers.items() if isinstance(v.get("data"), str)
+        }
+        if self.nic is None:
+            self._open_nic()
+        self._open_gossip(cfg)
+        if self.cfg is None or self.cfg.scheme != cfg.scheme or self.cfg.mpl != cfg.mpl:
+            self.scheme = make_scheme(cfg.scheme, cfg.mpl, cfg.tick_s)
+            self.counters = Counters()
+            self._set_holder(None)
+        elif self.scheme is not None:
+            self.scheme.tick_s = cfg.tick_s
+        self.cfg = cfg
+        assert self.nic is not None
+        self.nic.scheme = cfg.scheme
+        self.next_tick = self.clock()
+        log.info(
+            "local scheme %s (MPL %d, tick %.1f ms, spin %.0f us, %d peers)",
+            cfg.scheme,
+            cfg.mpl,
+            cfg.tick_s * 1e3,
+            cfg.spin_us,
+            len(cfg.peers),
+        )
+        return self.reply()
+
+    def reply(self) -> dict[str, Any]:
+        return {
+            "scheme": self.cfg.scheme if self.active and self.cfg else "none",
+            "cost_switch_us": self.cost_switch_us,
+            "erl_us": self.erl_us,
+        }
+
+    def _open_nic(self) -> None:
+        a = self.agent
+        nic = NicServer(
+            a.cfg.run_dir / "nic.sock",
+            a.cfg.node,
+            authorize=self._authorize,
+            peer_erl=self._peer_erl,
+            node_of_addr=self._data_node.get,
+            on_event=self._on_event,
+            delay_of_job=self._delay_of_job,
+            clock=self.clock,
+        )
+        nic.open()
+        nic.unwatch = self._unwatch
+        assert nic.listener is not None
+        a.sel.register(nic.listener, selectors.EVENT_READ, _Tag("listen"))
+        a.sel.register(nic.epoll.fileno(), selectors.EVENT_READ, _Tag("epoll"))
+        self.nic = nic
+
+    def _open_gossip(self, cfg: LocalConfig) -> None:
+        a = self.agent
+        peers = {n: (v["ctl"], self.gossip_port or GOSSIP_PORT) for n, v in cfg.peers.items()}
+        if self.gossip is not None:
+            self.gossip.peers = {n: p for n, p in peers.items() if n != a.cfg.node}
+            return
+        try:
+            g = ErlGossip(a.cfg.node, a.cfg.key, (a.cfg.listen[0], self.gossip_port), peers)
+        except OSError as e:
+            log.warning("ERL exchange off (cannot bind udp %s: %s)", a.cfg.listen[0], e)
+            return
+        a.sel.register(g.sock, selectors.EVENT_READ, _Tag("gossip"))
+        self.gossip = g
+
+    def stop(self) -> None:
+        self._set_holder(None)
+        self.scheme = None
+        self.cfg = None
+
+    def close(self) -> None:
+        self.stop()
+        a = self.agent
+        if self.gossip is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                a.sel.unregister(self.gossip.sock)
+            self.gossip.close()
+            self.gossip = None
+        if self.nic is not None:
+            for fo in (self.nic.listener, self.nic.epoll.fileno()):
+                with contextlib.suppress(KeyError, ValueError):
+                    if fo is not None:
+                        a.sel.unregister(fo)
+            self.nic.close()
+            self.nic = None
+
+    # ---- what jobs get ------------------------------------------------------------
+    def job_env(self) -> dict[str, str]:
+        if not self.active or self.cfg is None or self.scheme is None or self.nic is None:
+            return {}
+        return {
+            "COSCHED_NIC_SOCK": str(self.nic.path),
+            "COSCHED_WAIT": self.scheme.recv_wait,
+            "COSCHED_SEND_WAIT": self.scheme.send_wait,
+            "COSCHED_SPIN_US": f"{self.cfg.spin_us:g}",
+            "COSCHED_SCHEME": self.cfg.scheme,
+        }
+
+    # ---- loop integration ---------------------------------------------------------------
+    def owns(self, data: object) -> bool:
+        return isinstance(data, _Tag)
+
+    def timeout(self) -> float:
+        if not self.active:
+            return math.inf
+        return max(0.0, self.next_tick - self.clock())
+
+    def ready(self, tag: _Tag) -> None:
+        nic = self.nic
+        if tag.kind == "listen" and nic is not None:
+            conn = nic.accept()
+            while conn is not None:
+                self.agent.sel.register(conn, selectors.EVENT_READ, _Tag("conn", conn))
+                conn = nic.accept()
+        elif tag.kind == "conn" and nic is not None and tag.conn is not None:
+            nic.readable(tag.conn)
+        elif tag.kind == "epoll" and nic is not None:
+            nic.epoll_ready()
+        elif tag.kind == "gossip" and self.gossip is not None:
+            self.gossip.readable()
+
+    def _unwatch(self, conn: socket.socket) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.agent.sel.unregister(conn)
+
+    def poll(self) -> None:
+        """Run the tick when it is due (called by the agent loop after every select)."""
+        if not self.active:
+            return
+        now = self.clock()
+        if now < self.next_tick:
+            return
+        assert self.cfg is not None
+        self.next_tick += self.cfg.tick_s
+        if self.next_tick <= now:  # late (a busy host): skip, do not catch up in a burst
+            self.next_tick = now + self.cfg.tick_s
+        self.counters.ticks += 1
+        self._decide(Event.TICK, None)
+
+    # ---- decisions -------------------------------------------------------------------
+    def _on_event(self, key: str, event: Event) -> None:
+        self.counters.events += 1
+        if self.scheme is not None and self.scheme.is_decision(event):
+            self._decide(event, key)
+
+    def _decide(self, event: Event, subject: str | None) -> None:
+        scheme, nic = self.scheme, self.nic
+        if scheme is None or nic is None:
+            return
+        t0 = time.perf_counter()
+        now = self.clock()
+        views = nic.views()
+        enp = sum(1 for v in views.values() if v.pending)
+        if event is Event.TICK:
+            self._update_erl(views, enp, now)
+        self.counters.decisions += 1
+        if enp >= 2:
+            self.counters.conflicts += 1
+        self._set_holder(scheme.decide(now, event, subject, views))
+        self.decision_cost_s += time.perf_counter() - t0
+
+    def _update_erl(self, views: Mapping[str, ProcView], enp: int, now: float) -> None:
+        assert self.nic is not None
+        if now >= self._ed_next:
+            self._ed_next = now + ED_WINDOW_S
+            self._measure_ed()
+        self.enp = enp
+        self.erl_us = erl_us(self.ed_us, enp, self.cost_switch_us or 0.0)
+        self.nic.set_erl(self.erl_us)
+        if self.gossip is not None:
+            self.gossip.maybe_send(self.erl_us)
+
+    def _measure_ed(self) -> None:
+        """ED: CPU time per timeslice of the registered processes (/proc/<pid>/schedstat)."""
+        assert self.nic is not None
+        run = slices = 0
+        seen: dict[int, tuple[int, int]] = {}
+        for pid in self.nic.pids().values():
+            try:
+                with open(f"/proc/{pid}/schedstat", "rb") as f:
+                    r, _wait, s = (int(x) for x in f.read().split()[:3])
+            except (OSError, ValueError):
+                continue
+            seen[pid] = (r, s)
+            prev = self._ed_prev.get(pid)
+            if prev is not None and s > prev[1]:
+                run += r - prev[0]
+                slices += s - prev[1]
+        self._ed_prev = seen
+        if slices:
+            self.ed_us = run / slices / 1e3
+
+    def _set_holder(self, key: str | None) -> None:
+        job = None
+        if key is not None and self.nic is not None and key in self.nic.procs:
+            job = self.nic.job_of(key)
+        if key is not None and key != self.holder:
+            self.counters.boosts += 1
+        self.holder = key
+        if job == self.boosted_job:
+            return
+        jobs = self.agent.jobs
+        for jid in (self.boosted_job, job):
+            j = jobs.get(jid) if jid is not None else None
+            if j is None or j.ended:
+                continue
+            w = BOOST_WEIGHT if jid == job else DEFAULT_WEIGHT
+            try:
+                self.agent.driver.set_weight(j.cgroup, w)
+                j.weight = w
+            except (CgroupError, OSError) as e:
+                log.warning("boost of job %s: %s", jid, e)
+        self.boosted_job = job
+
+    # ---- NIC callbacks -----------------------------------------------------------
+    def _authorize(self, job_id: str, pid: int) -> str | None:
+        job = self.agent.jobs.get(job_id)
+        if job is None or job.ended:
+            return f"no running job {job_id!r} on node {self.agent.cfg.node}"
+        try:
+            members = self.agent.driver.pids(job.cgroup)
+        except (CgroupError, OSError) as e:
+            return f"cannot read the cgroup of job {job_id!r}: {e}"
+        if pid not in members:
+            return f"process {pid} is not in job {job_id!r}'s cgroup"
+        return None
+
+    def _peer_erl(self, node: str | None) -> float:
+        if node == self.agent.cfg.node:
+            return self.erl_us
+        return self.gossip.erl_of(node) if self.gossip is not None else 0.0
+
+    def _delay_of_job(self, job_id: str) -> float:
+        job = self.agent.jobs.get(job_id)
+        return getattr(job, "net_delay_s", 0.0) if job is not None else 0.0
+
+    # ---- reporting -------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        md = self.nic.md_totals() if self.nic is not None else None
+        c = self.counters
+        return {
+            "scheme": self.cfg.scheme if self.active and self.cfg else "none",
+            "mpl": self.cfg.mpl if self.cfg else None,
+            "tick_ms": self.cfg.tick_s * 1e3 if self.cfg else None,
+            "decisions": c.decisions,
+            "conflicts": c.conflicts,
+            "boosts": c.boosts,
+            "ticks": c.ticks,
+            "events": c.events,
+            "md_count": md.count if md else 0,
+            "md_sum_s": md.sum_ns / 1e9 if md else 0.0,
+            "md_buckets": list(md.buckets) if md else [],
+            "md_bounds_s": [b for b in nicproto.MD_BUCKETS_S if math.isfinite(b)],
+            "erl_us": self.erl_us,
+            "ed_us": self.ed_us,
+            "enp": self.enp,
+            "cost_switch_us": self.cost_switch_us,
+            "registered": len(self.nic.procs) if self.nic else 0,
+            "holder": self.holder,
+            "arrival_events": self.nic.arrival_events if self.nic else 0,
+            "nic_refused": self.nic.refused if self.nic else 0,
+            "erl_rejected": self.gossip.rejected if self.gossip else 0,
+            "decision_cost_s": self.decision_cost_s,
+        }

@@ -1,0 +1,395 @@
+"""NIC emulation: which local processes have arrived-but-unconsumed messages.
+
+A real coscheduling NIC learns of a message before the receiving process runs
+and posts it in a receive completion queue the scheduler can read (seed 002
+§4.1-4.2, Figs. 3-4: the RCQ mapped into the kernel at ``register_to_CSM``).
+Here the rank registers with its agent over a unix SOCK_SEQPACKET socket and
+hands it duplicates of its data sockets and a shared state page
+(SCM_RIGHTS); the agent keeps the sockets in an epoll set armed one-shot, so
+the *kernel* wakes the agent when bytes arrive for a rank that is not
+running, and reads the unread byte count (SIOCINQ) at each decision point.
+No receiver CPU is needed, and no per-message work is done by the agent once
+a rank is known to have pending data (the socket is re-armed only after it
+drained). Protocol and page layout: docs/cdc.md "NIC socket".
+
+The receiver-side userspace delay of the message library (apps/mp/linkemu.py)
+is mirrored: a socket counts as pending only ``delay`` after its bytes were
+first seen, so agent and program agree on when a message arrived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import mmap
+import os
+import select
+import socket
+import stat
+import struct
+import termios
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent import nicproto
+from agent.cdc.erl import PendingMsg
+from agent.cdc.schemes import Event, ProcView
+
+log = logging.getLogger("agent.nic")
+
+MAX_DATAGRAM = 64 * 1024
+MAX_FDS = 256
+MAX_REGISTERED = 1024
+_EPOLL_FLAGS = select.EPOLLIN | select.EPOLLONESHOT
+_INQ = struct.Struct("i")
+
+
+def unread_bytes(fd: int) -> int:
+    """Bytes in a socket's receive queue not yet read by its owner (SIOCINQ == FIONREAD)."""
+    buf = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    return int(_INQ.unpack(buf)[0])
+
+
+@dataclass
+class _Sock:
+    sock: socket.socket
+    peer_rank: int
+    peer_node: str | None
+    owner: str  # registered process key
+    seen_s: float | None = None  # when the agent first saw unread bytes
+    erl_us: float = 0.0  # the sender node's ERL at that moment
+    armed: bool = True
+
+
+@dataclass
+class Registered:
+    key: str  # "<job>/<rank>"
+    job_id: str
+    rank: int
+    pid: int
+    conn: socket.socket
+    page: mmap.mmap
+    socks: list[_Sock] = field(default_factory=list)
+    delay_s: float = 0.0
+    unexpected_seen_s: float | None = None
+    last_erl_us: float = 0.0
+
+    def state(self) -> nicproto.State:
+        return nicproto.read_state(self.page)
+
+
+@dataclass
+class MdTotals:
+    count: int = 0
+    sum_ns: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(nicproto.MD_BUCKETS_S))
+
+    def add(self, count: int, sum_ns: int, buckets: list[int]) -> None:
+        self.count += count
+        self.sum_ns += sum_ns
+        for i, b in enumerate(buckets):
+            self.buckets[i] += b
+
+
+Authorize = Callable[[str, int], str | None]  # (job id, pid) -> refusal reason or None
+
+
+class NicServer:
+    """The agent's side of the NIC socket, the duplicated sockets and the state pages."""
+
+    def __init__(
+        self,
+        path: Path,
+        node: str,
+        authorize: Authorize,
+        peer_erl: Callable[[str | None], float],
+        node_of_addr: Callable[[str], str | None],
+        on_event: Callable[[str, Event], None],
+        delay_of_job: Callable[[str], float] = lambda job: 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self.node = node
+        self.authorize = authorize
+        self.peer_erl = peer_erl
+        self.node_of_addr = node_of_addr
+        self.on_event = on_event
+        self.delay_of_job = delay_of_job
+        self.clock = clock
+        self.procs: dict[str, Registered] = {}
+        self.conns: dict[int, socket.socket] = {}  # fd -> unregistered or registered conn
+        self.by_conn: dict[int, str] = {}  # conn fd -> key
+        self.by_fd: dict[int, _Sock] = {}  # dup'd data socket fd -> entry
+        self.retired = MdTotals()
+        self.refused = 0
+        self.bad_messages = 0
+        self.arrival_events = 0
+        self.listener: socket.socket | None = None
+        self.epoll = select.epoll()
+        self.scheme = ""
+        self.erl_fd = -1
+        self._erl_page: mmap.mmap | None = None
+        # Called before a connection is closed, so the agent loop can stop watching it.
+        self.unwatch: Callable[[socket.socket], None] = lambda conn: None
+
+    # ---- lifecycle -------------------------------------------------------------
+    def open(self) -> None:
+        self.erl_fd = os.memfd_create("cosched-erl", os.MFD_CLOEXEC)
+        os.ftruncate(self.erl_fd, nicproto.ERL_PAGE_SIZE)
+        self._erl_page = mmap.mmap(self.erl_fd, nicproto.ERL_PAGE_SIZE)
+        self.set_erl(0.0)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            st = os.lstat(self.path)
+            if not stat.S_ISSOCK(st.st_mode):
+                raise OSError(f"{self.path} exists and is not a socket: remove it")
+            os.unlink(self.path)
+        lst = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        lst.bind(str(self.path))
+        # Jobs may run as other users (they are authenticated by cgroup, below).
+        os.chmod(self.path, 0o666)
+        lst.listen(64)
+        lst.setblocking(False)
+        self.listener = lst
+
+    def close(self) -> None:
+        for key in list(self.procs):
+            self._unregister(key, "agent closing")
+        for conn in list(self.conns.values()):
+            self.unwatch(conn)
+            conn.close()
+        self.conns.clear()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        self.epoll.close()
+        if self._erl_page is not None:
+            self._erl_page.close()
+            self._erl_page = None
+        if self.erl_fd >= 0:
+            os.close(self.erl_fd)
+            self.erl_fd = -1
+
+    def set_erl(self, erl_us: float) -> None:
+        if self._erl_page is not None:
+            nicproto.write_erl(self._erl_page, int(erl_us))
+
+    # ---- I/O readiness (called by the agent loop) ------------------------------
+    def accept(self) -> socket.socket | None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return None
+        conn.setblocking(False)
+        if len(self.conns) >= MAX_REGISTERED:
+            self._refuse(conn, "too many registered processes on this node")
+            return None
+        self.conns[conn.fileno()] = conn
+        return conn
+
+    def readable(self, conn: socket.socket) -> bool:
+        """Handle one datagram (or EOF). False when the connection is gone."""
+        fd = conn.fileno()
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(conn, MAX_DATAGRAM, MAX_FDS)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError as e:
+            self._drop_conn(conn, f"receive failed: {e}")
+            return False
+        if not data:
+            for f in fds:
+                os.close(f)
+            self._drop_conn(conn, "closed")
+            return False
+        key = self.by_conn.get(fd)
+        if key is None:
+            return self._register(conn, data, fds)
+        for f in fds:  # fds are only accepted with the registration
+            os.close(f)
+        self._event(key, data)
+        return True
+
+    def epoll_ready(self) -> list[str]:
+        """Arrivals the kernel reported; returns the keys that newly have unread bytes."""
+        out: list[str] = []
+        now = self.clock()
+        for fd, _ev in self.epoll.poll(0):
+            s = self.by_fd.get(fd)
+            if s is None:
+                continue
+            s.armed = False
+            self.arrival_events += 1
+            if s.seen_s is None:
+                s.seen_s = now
+                s.erl_us = self.peer_erl(s.peer_node)
+                out.append(s.owner)
+        for key in out:
+            self.on_event(key, Event.ARRIVAL)
+        return out
+
+    # ---- the view at a decision point ------------------------------------------
+    def views(self) -> dict[str, ProcView]:
+        """Every registered process: pending messages (ERL, when seen), blocked, in collective."""
+        now = self.clock()
+        out: dict[str, ProcView] = {}
+        for key, p in self.procs.items():
+            msgs: list[PendingMsg] = []
+            for s in p.socks:
+                try:
+                    unread = unread_bytes(s.sock.fileno())
+                except OSError:
+                    unread = 0
+                if unread > 0:
+                    if s.seen_s is None:
+                        s.seen_s = now
+                        s.erl_us = self.peer_erl(s.peer_node)
+                    p.last_erl_us = s.erl_us
+                    if now >= s.seen_s + p.delay_s:
+                        msgs.append(PendingMsg(s.erl_us, s.seen_s))
+                elif s.seen_s is not None or not s.armed:
+                    s.seen_s = None
+                    self._arm(s)
+            st = p.state()
+            if st.unexpected > 0:
+                if p.unexpected_seen_s is None:
+                    p.unexpected_seen_s = now
+                msgs.append(PendingMsg(p.last_erl_us, p.unexpected_seen_s))
+            else:
+                p.unexpected_seen_s = None
+            out[key] = ProcView(
+                key,
+                tuple(msgs),
+                blocked=st.wait == nicproto.WAIT_BLOCKED,
+                in_collective=bool(st.in_collective),
+            )
+        return out
+
+    def pids(self) -> dict[str, int]:
+        return {k: p.pid for k, p in self.procs.items()}
+
+    def job_of(self, key: str) -> str:
+        return self.procs[key].job_id
+
+    def md_totals(self) -> MdTotals:
+        tot = MdTotals()
+        tot.add(self.retired.count, self.retired.sum_ns, self.retired.buckets)
+        for p in self.procs.values():
+            st = p.state()
+            tot.add(st.md_count, st.md_sum_ns, list(st.md_buckets))
+        return tot
+
+    # ---- internals ------------------------------------------------------------------
+    def _arm(self, s: _Sock) -> None:
+        try:
+            self.epoll.modify(s.sock.fileno(), _EPOLL_FLAGS)
+            s.armed = True
+        except OSError:
+            pass
+
+    def _refuse(self, conn: socket.socket, why: str) -> None:
+        self.refused += 1
+        log.warning("NIC registration refused: %s", why)
+        with contextlib.suppress(OSError):
+            conn.send(json.dumps({"ok": False, "error": why}).encode())
+        self.unwatch(conn)
+        conn.close()
+
+    def _drop_conn(self, conn: socket.socket, why: str) -> None:
+        fd = conn.fileno()
+        key = self.by_conn.pop(fd, None)
+        self.conns.pop(fd, None)
+        if key is not None:
+            self._unregister(key, why)
+        self.unwatch(conn)
+        conn.close()
+
+    def _register(self, conn: socket.socket, data: bytes, fds: list[int]) -> bool:
+        fd = conn.fileno()
+        try:
+            msg = json.loads(data)
+            if not isinstance(msg, dict) or msg.get("op") != "register":
+                raise ValueError("the first datagram must be {'op': 'register', ...}")
+            job, rank, socks = msg["job"], msg["rank"], msg["socks"]
+            if not isinstance(job, str) or not isinstance(rank, int) or not isinstance(socks, list):
+                raise ValueError("register: job (str), rank (int) and socks (list) are required")
+            if len(fds) != 1 + len(socks):
+                raise ValueError(f"register: {len(fds)} fds for {len(socks)} sockets (+1 page)")
+            pid, _uid, _gid = struct.unpack(
+                "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            )
+            why = self.authorize(job, pid)
+            if why is not None:
+                raise PermissionError(why)
+            page = mmap.mmap(fds[0], nicproto.STATE_SIZE, prot=mmap.PROT_READ)
+            nicproto.read_state(page)  # checks magic and version
+        except (ValueError, KeyError, TypeError, OSError, PermissionError) as e:
+            for f in fds:
+                os.close(f)
+            self.conns.pop(fd, None)
+            self._refuse(conn, str(e))
+            return False
+        os.close(fds[0])
+        key = f"{job}/{rank}"
+        if key in self.procs:
+            self._unregister(key, "registered again")
+        reg = Registered(key, job, rank, pid, conn, page, delay_s=self.delay_of_job(job))
+        for info, sfd in zip(socks, fds[1:], strict=True):
+            s = socket.socket(fileno=sfd)
+            peer_node = None
+            if isinstance(info, dict) and isinstance(info.get("addr"), str):
+                peer_node = self.node_of_addr(info["addr"])
+            peer = info.get("peer", -1) if isinstance(info, dict) else -1
+            entry = _Sock(s, int(peer) if isinstance(peer, int) else -1, peer_node, key)
+            try:
+                self.epoll.register(sfd, _EPOLL_FLAGS)
+            except OSError as e:
+                log.warning("NIC: cannot watch a socket of %s: %s", key, e)
+                s.close()
+                continue
+            self.by_fd[sfd] = entry
+            reg.socks.append(entry)
+        self.procs[key] = reg
+        self.by_conn[fd] = key
+        reply = json.dumps({"ok": True, "scheme": self.scheme, "node": self.node}).encode()
+        try:
+            socket.send_fds(conn, [reply], [self.erl_fd])
+        except OSError as e:
+            self._drop_conn(conn, f"cannot answer: {e}")
+            return False
+        log.info("NIC: %s registered (pid %d, %d sockets)", key, pid, len(reg.socks))
+        return True
+
+    def _event(self, key: str, data: bytes) -> None:
+        try:
+            msg: Any = json.loads(data)
+            if msg.get("op") == "coll" and isinstance(msg.get("on"), bool):
+                self.on_event(key, Event.COLL_ON if msg["on"] else Event.COLL_OFF)
+                return
+        except (ValueError, AttributeError):
+            pass
+        self.bad_messages += 1
+
+    def _unregister(self, key: str, why: str) -> None:
+        p = self.procs.pop(key, None)
+        if p is None:
+            return
+        with contextlib.suppress(ValueError, OSError):
+            st = p.state()
+            self.retired.add(st.md_count, st.md_sum_ns, list(st.md_buckets))
+        for s in p.socks:
+            fd = s.sock.fileno()
+            self.by_fd.pop(fd, None)
+            with contextlib.suppress(OSError):
+                self.epoll.unregister(fd)
+            s.sock.close()
+        p.page.close()
+        log.info("NIC: %s unregistered (%s)", key, why)

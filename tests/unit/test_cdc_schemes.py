@@ -1,0 +1,177 @@
+"""Seed 002 Table 1 decision logic on scripted arrival sequences, and eqs. 1-4."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.cdc.erl import PendingMsg, erl_max_us, erl_us, remaining_us, w_r, w_total
+from agent.cdc.schemes import SCHEMES, Event, ProcView, UnknownScheme, make_scheme
+
+T, A, C1, C0 = Event.TICK, Event.ARRIVAL, Event.COLL_ON, Event.COLL_OFF
+
+
+def msg(seen: float = 0.0, erl: float = 0.0) -> PendingMsg:
+    return PendingMsg(erl_us=erl, seen_s=seen)
+
+
+def view(**procs: ProcView) -> dict[str, ProcView]:
+    return dict(procs)
+
+
+def pending(key: str, seen: float = 0.0, erl: float = 0.0, blocked: bool = False) -> ProcView:
+    return ProcView(key, (msg(seen, erl),), blocked=blocked)
+
+
+def idle(key: str, blocked: bool = False, coll: bool = False) -> ProcView:
+    return ProcView(key, (), blocked=blocked, in_collective=coll)
+
+
+# ---- eqs. 1-4 -----------------------------------------------------------------
+
+
+def test_erl_eq1() -> None:
+    # ED 2 ms, 3 pending processes, 5 us per switch: 6000 + 4 * 5
+    assert erl_us(2000.0, 3, 5.0) == pytest.approx(6020.0)
+    assert erl_us(2000.0, 0, 5.0) == pytest.approx(5.0)  # ceil(0) + 1 switches
+    assert erl_us(1000.0, 1.5, 10.0) == pytest.approx(1500.0 + 3 * 10.0)
+    with pytest.raises(ValueError):
+        erl_us(-1.0, 1, 1.0)
+
+
+def test_erl_max_and_decay() -> None:
+    assert erl_max_us(5, 10_000.0) == 50_000.0
+    m = msg(seen=1.0, erl=8000.0)
+    assert remaining_us(m, 1.003) == pytest.approx(5000.0)  # eq. 3: ERL' = ERL - dt
+
+
+def test_w_r_range_and_order() -> None:
+    emax = 50_000.0
+    assert w_r([], 0.0, emax) == 0.0
+    assert w_r([msg(0.0, 0.0)], 0.0, emax) == pytest.approx(100.0)
+    assert w_r([msg(0.0, emax)], 0.0, emax) == pytest.approx(0.0)
+    assert w_r([msg(0.0, 2 * emax)], 0.0, emax) == 0.0  # clamped
+    assert w_r([msg(0.0, 25_000.0)], 0.0, emax) == pytest.approx(50.0)
+    # eq. 4 takes the min over messages of (ERL_max - ERL'): the slowest correspondent counts.
+    assert w_r([msg(0.0, 10_000.0), msg(0.0, 40_000.0)], 0.0, emax) == pytest.approx(20.0)
+    assert w_total([], 0.0, emax) == 0.0
+    assert w_total([msg(0.0, 25_000.0)], 0.0, emax) == pytest.approx(70.0)
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 10)), min_size=1, max_size=8),
+    st.floats(0, 20),
+)
+def test_w_r_bounded(msgs: list[tuple[float, float]], now: float) -> None:
+    w = w_r([msg(s, e) for e, s in msgs], now, 50_000.0)
+    assert 0.0 <= w <= 100.0 and not math.isnan(w)
+
+
+# ---- schemes -------------------------------------------------------------------
+
+
+def test_registry_and_unknown_name_lists_valid_ones() -> None:
+    assert set(SCHEMES) == {"batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b"}
+    with pytest.raises(UnknownScheme) as e:
+        make_scheme("fifo")
+    assert "valid schemes:" in str(e.value) and "cc-b" in str(e.value)
+
+
+def test_table1_waiting_actions() -> None:
+    wait = {n: (c.send_wait, c.recv_wait) for n, c in SCHEMES.items()}
+    assert wait["local"] == wait["dcs"] == wait["pb"] == wait["cc-s"] == ("spin", "spin")
+    assert wait["ib"] == ("spin", "block")
+    assert wait["sb"] == ("spin", "spinblock")
+    assert wait["hybrid"] == wait["cc-b"] == ("block", "block")
+
+
+def test_local_never_boosts() -> None:
+    s = make_scheme("local")
+    procs = view(a=pending("a"), b=pending("b"))
+    assert s.decide(0.0, A, "a", procs) is None
+    assert s.decide(0.0, T, None, procs) is None
+    assert not s.is_decision(A)
+
+
+def test_dcs_boosts_on_arrival_in_arrival_order() -> None:
+    s = make_scheme("dcs")
+    assert s.is_decision(A)
+    procs = view(a=pending("a", 0.1), b=idle("b"))
+    assert s.decide(0.1, A, "a", procs) == "a"
+    # a second arrival for another process while a still has messages: queued behind a
+    procs = view(a=pending("a", 0.1), b=pending("b", 0.2))
+    assert s.decide(0.2, A, "b", procs) == "a"
+    # a consumed its message: the boost moves to b at the next decision point
+    procs = view(a=idle("a"), b=pending("b", 0.2))
+    assert s.decide(0.21, T, None, procs) == "b"
+    # an arrival for the running process (the holder) changes nothing
+    assert s.decide(0.22, A, "b", procs) == "b"
+    procs = view(a=idle("a"), b=idle("b"))
+    assert s.decide(0.3, T, None, procs) is None
+
+
+def test_ib_and_sb_boost_only_blocked_destinations() -> None:
+    for name in ("ib", "sb"):
+        s = make_scheme(name)
+        spinning = view(a=pending("a", 0.1, blocked=False))
+        assert s.decide(0.1, A, "a", spinning) is None  # a spinning receiver takes it itself
+        blocked = view(a=pending("a", 0.2, blocked=True))
+        assert s.decide(0.2, A, "a", blocked) == "a"
+
+
+def test_pb_round_robin_over_pending() -> None:
+    s = make_scheme("pb")
+    assert not s.is_decision(A)
+    procs = view(a=pending("a"), b=idle("b"), c=pending("c"))
+    assert s.decide(0.0, A, "a", procs) is None  # arrivals are not decision points
+    assert s.decide(0.01, T, None, procs) == "a"
+    assert s.decide(0.02, T, None, procs) == "c"  # b has nothing pending: skipped
+    assert s.decide(0.03, T, None, procs) == "a"  # wraps around
+    assert s.decide(0.04, T, None, view(a=idle("a"), b=idle("b"), c=idle("c"))) is None
+
+
+def test_hybrid_boosts_during_collectives_and_restores() -> None:
+    s = make_scheme("hybrid")
+    assert s.is_decision(C1) and s.is_decision(C0) and not s.is_decision(A)
+    procs = view(a=idle("a", coll=True), b=idle("b"))
+    assert s.decide(0.0, C1, "a", procs) == "a"
+    procs = view(a=idle("a", coll=True), b=idle("b", coll=True))
+    assert s.decide(0.01, C1, "b", procs) == "a"  # first to enter keeps it
+    procs = view(a=idle("a"), b=idle("b", coll=True))
+    assert s.decide(0.02, C0, "a", procs) == "b"
+    assert s.decide(0.03, C0, "b", view(a=idle("a"), b=idle("b"))) is None
+
+
+def test_cc_prefers_the_process_whose_peers_report_the_shortest_erl() -> None:
+    for name in ("cc-s", "cc-b"):
+        s = make_scheme(name, mpl=5, tick_s=0.010)
+        # a arrived first but its correspondent's node is contended (long ERL)
+        procs = view(a=pending("a", 1.000, erl=40_000.0), b=pending("b", 1.001, erl=2_000.0))
+        assert s.decide(1.002, T, None, procs) == "b"
+        # the same with the ERLs swapped: a wins
+        procs = view(a=pending("a", 1.000, erl=2_000.0), b=pending("b", 1.001, erl=40_000.0))
+        assert s.decide(1.002, T, None, procs) == "a"
+
+
+def test_cc_pending_beats_non_pending_and_ties_go_to_earliest() -> None:
+    s = make_scheme("cc-b")
+    procs = view(a=idle("a", blocked=True), b=pending("b", 0.5, erl=49_000.0))
+    assert s.decide(0.5, A, "b", procs) == "b"  # W_c = 20 > 0
+    procs = view(a=pending("a", 0.6, erl=1000.0), b=pending("b", 0.5, erl=1000.0))
+    assert s.decide(0.7, T, None, procs) == "b"  # equal weights: earliest arrival
+
+
+def test_cc_erl_decays_with_time() -> None:
+    # ERL' = ERL - dt: an old message whose correspondent must be running by now wins
+    s = make_scheme("cc-b", mpl=5, tick_s=0.010)
+    procs = view(a=pending("a", 0.0, erl=30_000.0), b=pending("b", 0.035, erl=10_000.0))
+    assert s.decide(0.036, T, None, procs) == "a"  # a: 30 ms - 36 ms < 0 -> W_r 100
+
+
+def test_cc_s_reorders_only_at_ticks() -> None:
+    s = make_scheme("cc-s")
+    assert not s.is_decision(A)
+    assert make_scheme("cc-b").is_decision(A)
