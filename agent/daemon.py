@@ -475,6 +475,7 @@ class Agent:
             node=self.cfg.node,
             heartbeat_age_s=self.failsafe.age(),
             failsafe_active=self.failsafe.active,
+            cdc=self.local.last_status if self.local.active else None,
         )
         for jid, cg in cgs.items():
             # A job may end between the copy and the read.

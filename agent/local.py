@@ -129,6 +129,8 @@ class LocalScheduler:
         self._data_node: dict[str, str] = {}
         self.decision_cost_s = 0.0  # time spent deciding, for the benchmark
         self.gossip_port = GOSSIP_PORT  # tests use 0 (any free port)
+        # status() as of the last tick, for the exporter thread (never iterates live dicts)
+        self.last_status: dict[str, Any] = {}
 
     @property
     def active(self) -> bool:
@@ -158,6 +160,7 @@ class LocalScheduler:
         assert self.nic is not None
         self.nic.scheme = cfg.scheme
         self.next_tick = self.clock()
+        self.last_status = self.status()
         log.info(
             "local scheme %s (MPL %d, tick %.1f ms, spin %.0f us, %d peers)",
             cfg.scheme,
@@ -281,6 +284,7 @@ class LocalScheduler:
             self.next_tick = now + self.cfg.tick_s
         self.counters.ticks += 1
         self._decide(Event.TICK, None)
+        self.last_status = self.status()
 
     # ---- decisions -------------------------------------------------------------------
     def _on_event(self, key: str, event: Event) -> None:

@@ -12,9 +12,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 # 50 us .. 100 ms: v1 freezes measure 0.1-0.8 ms at SCHED_FIFO, tens of ms without.
@@ -43,6 +49,7 @@ class Snapshot:
     capacity_cpus: float = 1.0
     heartbeat_age_s: float = 0.0
     failsafe_active: bool = False
+    cdc: dict[str, Any] | None = None  # LocalScheduler.status() while a scheme runs
 
 
 class _AgentCollector(Collector):
@@ -106,6 +113,78 @@ class _AgentCollector(Collector):
             "cosched_agent_failsafe_active",
             "1 while the agent runs in fail-safe (local scheduling) mode",
             value=1.0 if snap.failsafe_active else 0.0,
+        )
+        if snap.cdc is not None:
+            yield from _cdc_metrics(snap.node, snap.cdc)
+
+
+def _cdc_metrics(node: str, st: dict[str, Any]) -> Iterator[Metric]:
+    """Seed 002's metrics: BCR as a ratio of two counters, MD as a histogram (docs/cdc.md)."""
+    labels, values = ["node", "policy"], [node, str(st["scheme"])]
+
+    def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+        m = CounterMetricFamily(name, doc, labels=labels)
+        m.add_metric(values, value)
+        return m
+
+    def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+        m = GaugeMetricFamily(name, doc, labels=labels)
+        m.add_metric(values, value)
+        return m
+
+    yield counter(
+        "cosched_cdc_decision_points",
+        "Local scheduling decision points (ticks and evaluated arrivals/collective events)",
+        st["decisions"],
+    )
+    yield counter(
+        "cosched_cdc_boost_conflicts",
+        "Decision points at which two or more local processes had pending messages",
+        st["conflicts"],
+    )
+    yield counter("cosched_cdc_boosts", "Times a process was given the boost", st["boosts"])
+    yield counter(
+        "cosched_nic_arrival_events",
+        "Arrivals the kernel reported on the duplicated job sockets",
+        st["arrival_events"],
+    )
+    bounds = list(st["md_bounds_s"])
+    counts = list(st["md_buckets"])
+    buckets: list[tuple[str, float]] = []
+    acc = 0
+    for i, c in enumerate(counts):
+        acc += c
+        le = repr(float(bounds[i])) if i < len(bounds) else "+Inf"
+        buckets.append((le, acc))
+    if not buckets or buckets[-1][0] != "+Inf":
+        buckets.append(("+Inf", acc))
+    md = HistogramMetricFamily(
+        "cosched_message_delay_seconds",
+        "From the start of a wait for a message to the completion of the receive",
+        labels=labels,
+    )
+    md.add_metric(values, buckets, sum_value=st["md_sum_s"])
+    yield md
+    yield gauge(
+        "cosched_cdc_erl_seconds",
+        "This node's expected rescheduling latency (seed 002 eq. 1)",
+        st["erl_us"] / 1e6,
+    )
+    yield gauge(
+        "cosched_cdc_pending_processes",
+        "Local processes with pending messages at the last tick (ENP)",
+        st["enp"],
+    )
+    yield gauge(
+        "cosched_cdc_registered_processes",
+        "Ranks registered with this agent's NIC emulation",
+        st["registered"],
+    )
+    if st.get("cost_switch_us") is not None:
+        yield gauge(
+            "cosched_cdc_cost_switch_seconds",
+            "Context switch cost measured at agent start (Cost_switch of eq. 1)",
+            st["cost_switch_us"] / 1e6,
         )
 
 

@@ -345,3 +345,32 @@ def test_gossip_between_two_schedulers(tmp_path: Path) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_exporter_shows_bcr_counters_and_md_histogram(agent: Agent) -> None:
+    from prometheus_client import generate_latest
+
+    trust_all(agent)
+    configure(agent, "pb")
+    r1, r2 = Rank(agent, "1"), Rank(agent, "2")
+    try:
+        import struct
+
+        struct.pack_into("<QQ", r1.page, nicproto.OFF_MD_COUNT, 2, 4_000_000)
+        struct.pack_into("<Q", r1.page, nicproto.OFF_MD_BUCKETS + 8 * 7, 2)
+        r1.data_far.send(b"a")
+        r2.data_far.send(b"b")
+        pump(agent)
+        agent.local.next_tick = 0.0
+        pump(agent, 1)
+        text = generate_latest(agent.metrics.registry).decode()
+    finally:
+        r1.close()
+        r2.close()
+    lab = '{node="u0",policy="pb"}'
+    assert f"cosched_cdc_boost_conflicts_total{lab} 1.0" in text
+    assert "cosched_cdc_decision_points_total" + lab in text
+    assert 'cosched_message_delay_seconds_bucket{le="0.0025",node="u0",policy="pb"} 2.0' in text
+    assert 'cosched_message_delay_seconds_bucket{le="0.001",node="u0",policy="pb"} 0.0' in text
+    assert f"cosched_message_delay_seconds_count{lab} 2.0" in text
+    assert f"cosched_message_delay_seconds_sum{lab} 0.004" in text
