@@ -6,10 +6,13 @@ job showed) and asked for decisions. They read no clock, open no socket and
 touch no file, so the live controller and the simulator drive the same objects
 and every decision can be checked in a unit test.
 
-Two families:
+Two families, and a variant of the first:
 
 * :class:`BatchPolicy` -- space sharing, run to completion (FCFS, EASY,
   conservative and lookahead backfilling; seed 001 §3.1).
+* :class:`SpaceSharePolicy` -- a :class:`BatchPolicy` whose nodes hold up to
+  ``mpl`` jobs at once and which chooses the nodes itself (BATCH and the
+  communication-driven schemes of seed 002; the agents time-share each node).
 * :class:`GangPolicy` -- time sharing through an Ousterhout matrix (strict gang,
   paired gang, gang with greedy or backfilling admission; seed 000 §2,
   seed 001 §3.2). The caller asks for one :class:`QuantumPlan` per quantum and
@@ -91,6 +94,58 @@ class BatchPolicy(ABC):
     @abstractmethod
     def free_nodes(self) -> int:
         """Nodes not used by running jobs."""
+
+
+@dataclass(frozen=True, slots=True)
+class LocalScheme:
+    """The local scheduling scheme the agents run under a space-sharing policy.
+
+    ``name`` is a row of seed 002 Table 1 (docs/cdc.md); ``tick_ms`` the
+    agents' decision period, ``spin_us`` the spin time of spin-block,
+    ``boost`` how a boost is enforced (``weight`` or ``freeze``). The policy
+    only carries these to the agents (the ``local_policy`` request).
+    """
+
+    name: str
+    tick_ms: float = 10.0
+    spin_us: float = 150.0
+    boost: str = "weight"
+
+
+class SpaceSharePolicy(BatchPolicy):
+    """Space sharing with a multiprogramming level (seed 002 §2.1, §5.2).
+
+    The :class:`BatchPolicy` calls (``submit``, ``finish``, ``schedule``;
+    a started job runs to completion) with two differences: a node holds up
+    to ``mpl`` jobs at once, one rank of each, and the policy chooses a job's
+    nodes, which :meth:`placement` tells (rank *r* runs on the *r*-th node).
+    With ``mpl == 1`` this is plain batch space sharing, which the simulator
+    runs as it runs any batch policy; above 1 the nodes are time-shared by
+    the agents' local scheme (:attr:`scheme`), which the simulator has no
+    model of.
+    """
+
+    name = "spaceshare"
+
+    def __init__(self, nodes: int, mpl: int, scheme: LocalScheme) -> None:
+        super().__init__(nodes)
+        if isinstance(mpl, bool) or not isinstance(mpl, int) or mpl < 1:
+            raise PolicyError(f"mpl must be a whole number >= 1, got {mpl!r}")
+        self.mpl = mpl
+        self.scheme = scheme
+
+    @abstractmethod
+    def placement(self, job_id: int) -> tuple[int, ...] | None:
+        """Node indices of a started job (rank order), None if queued or unknown."""
+
+    @abstractmethod
+    def node_jobs(self) -> tuple[tuple[int, ...], ...]:
+        """Per node, the running jobs in the order they started there."""
+
+    @abstractmethod
+    def pin(self, job_id: int, nodes: tuple[int, ...]) -> None:
+        """Start a submitted job exactly on ``nodes`` (a restart restores where
+        its processes already run). PolicyError if the job or the nodes are wrong."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from controller.policies.base import BatchPolicy, GangPolicy, PolicyError
 from controller.policies.batch import EASY, FCFS, Conservative
@@ -14,6 +15,7 @@ from controller.policies.gang import GangBackfill, GangGreedy, StrictGang
 from controller.policies.lookahead import Lookahead
 from controller.policies.paired import PairedGang
 from controller.policies.params import ParamSpec
+from controller.policies.spaceshare import SpaceShare
 
 Policy = BatchPolicy | GangPolicy
 
@@ -21,7 +23,7 @@ Policy = BatchPolicy | GangPolicy
 @dataclass(frozen=True, slots=True)
 class PolicyEntry:
     name: str
-    family: str  # "batch" or "gang"
+    family: str  # "batch", "gang" or "cdc"
     summary: str
     factory: Callable[..., Policy]
     params: tuple[ParamSpec, ...]
@@ -30,6 +32,20 @@ class PolicyEntry:
 def _entry(name: str, family: str, summary: str, cls: type[Policy]) -> PolicyEntry:
     params: tuple[ParamSpec, ...] = getattr(cls, "PARAMS", ())
     return PolicyEntry(name, family, summary, cls, params)
+
+
+def _scheme(name: str, summary: str) -> PolicyEntry:
+    """Space sharing with an MPL cap, the agents running scheme ``name`` (seed 002)."""
+    params = SpaceShare.PARAMS
+    if name == "batch":
+        params = tuple(
+            ParamSpec(p.name, p.kind, 1, "always 1: one job per node (seed 002 §2.1)")
+            if p.name == "mpl"
+            else p
+            for p in params
+        )
+        return PolicyEntry(name, "cdc", summary, partial(SpaceShare, mpl=1, scheme=name), params)
+    return PolicyEntry(name, "cdc", summary, partial(SpaceShare, scheme=name), params)
 
 
 _ENTRIES: tuple[PolicyEntry, ...] = (
@@ -68,6 +84,15 @@ _ENTRIES: tuple[PolicyEntry, ...] = (
         "paired gang: two complementary rows per quantum (seed 000 §2)",
         PairedGang,
     ),
+    _scheme("batch", "BATCH: FIFO space sharing, one job per node (seed 002 §2.1)"),
+    _scheme("local", "space sharing up to the MPL; each node's own scheduler, no coscheduling"),
+    _scheme("dcs", "dynamic coscheduling: boost on a message for a process not running"),
+    _scheme("pb", "periodic boost: every tick, one process with pending messages, round robin"),
+    _scheme("ib", "immediate block on receive; boost a blocked receiver on arrival"),
+    _scheme("sb", "spin-block on receive (spin_us); boost a blocked receiver on arrival"),
+    _scheme("hybrid", "immediate block; boost during collectives, restore after (HYBRID)"),
+    _scheme("cc-s", "contention-aware coscheduling, spinning (seed 002 §4, CC-S)"),
+    _scheme("cc-b", "contention-aware coscheduling, blocking (seed 002 §4, CC-B)"),
 )
 
 REGISTRY: Mapping[str, PolicyEntry] = {e.name: e for e in _ENTRIES}

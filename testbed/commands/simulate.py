@@ -201,6 +201,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             )
             for e in entries
         }
+        for e in entries:
+            mpl = typed[e.name].get("mpl", 1 if e.name == "batch" else 5)
+            if e.family == "cdc" and mpl != 1:
+                raise PolicyError(
+                    f"policy {e.name!r} time-shares nodes (MPL {mpl}) with the agents' local "
+                    "scheme, which the simulator has no model of; run it live "
+                    "(`cosched controller start --policy "
+                    f"{e.name}`), or simulate batch or {e.name} with --param mpl=1"
+                )
         loads = [float(x) for x in args.loads.split(",")] if args.loads else [args.load]
     except (PolicyError, ValueError) as exc:
         # policies are pure and know nothing of CoschedError: wrap here

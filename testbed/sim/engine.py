@@ -26,7 +26,7 @@ import time
 from array import array
 from collections.abc import Callable, Sequence
 
-from controller.policies.base import BatchPolicy, GangPolicy
+from controller.policies.base import BatchPolicy, GangPolicy, SpaceSharePolicy
 from testbed.sim.execution import gang_rates
 from testbed.sim.job import SimJob
 from testbed.sim.results import MatchingStats, SimConfig, SimResult
@@ -50,6 +50,9 @@ def simulate(
     """Run ``jobs`` (any order) under ``policy``; ``progress(k)`` is told of k more ended jobs."""
     if policy.nodes != config.nodes:
         raise ValueError(f"policy has {policy.nodes} nodes but config has {config.nodes}")
+    if isinstance(policy, SpaceSharePolicy) and policy.mpl > 1:
+        # Run to completion at full speed would be wrong: the nodes are time-shared.
+        raise ValueError(f"no execution model for space sharing at MPL {policy.mpl} (> 1)")
     ordered = sorted(jobs, key=lambda j: (j.submit, j.job_id))
     n = len(ordered)
     nan = math.nan
