@@ -142,6 +142,9 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
         skew = s.skew_percentiles()
         out = {
             "policy": s.policy_name,
+            "family": s.family,
+            # cdc family: mpl, scheme and its settings, what each agent runs
+            **s.fam.describe(),
             "nodes": [n.name for n in s.nodes],
             "agents": s.pool.connected(),
             "quanta": s.counters.quanta,

@@ -11,6 +11,10 @@ Other duties: connect with retry and reconnect in the background, collect the
 unsolicited ``job_event`` frames, and keep every agent's fail-safe quiet with
 heartbeats whenever no other frame went out recently (agents thaw everything
 after 2 s of silence; that must only happen when the controller is gone).
+
+Whoever needs to set an agent up after every (re)connect -- the scheduler
+sends the ``local_policy`` request (docs/cdc.md) -- sets :attr:`on_connect`;
+it is called with the node's name and the agent's hello data.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import logging
 import select
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +35,14 @@ log = logging.getLogger("controller.nodes")
 
 HEARTBEAT_EVERY = 0.5  # well under the agents' default 2 s fail-safe
 RECONNECT_EVERY = 1.0
+# Error codes after which an agent closes the connection (agent/server.py
+# refuse_and_close: the frame itself was refused, e.g. an agent too old to know
+# the message type); any other error reply leaves the connection open.
+STREAM_FATAL = frozenset(
+    {"malformed", "bad_magic", "bad_version", "too_large", "bad_mac", "replayed"}
+)
+
+OnConnect = Callable[[str, Mapping[str, Any]], None]
 
 
 class AgentsUnreachable(CoschedError, ConnectionError):
@@ -61,6 +73,7 @@ class Pool(Protocol):
     """What the scheduler needs from the agents (the real pool or a unit-test fake)."""
 
     nodes: list[NodeInfo]
+    on_connect: OnConnect | None
 
     def connected(self) -> dict[str, bool]: ...
 
@@ -82,6 +95,10 @@ class Pool(Protocol):
     def kill(self, node: str, job_id: str) -> dict[str, Any]: ...
 
     def status(self, node: str) -> dict[str, Any] | None: ...
+
+    def local_policy(self, node: str, data: dict[str, Any]) -> dict[str, Any]: ...
+
+    def agent_info(self, node: str) -> dict[str, Any]: ...
 
     def events(self) -> list[dict[str, Any]]: ...
 
@@ -109,6 +126,7 @@ class AgentPool:
         self._by_name = {n.name: n for n in nodes}
         self._events: list[dict[str, Any]] = []
         self._last_error: dict[str, str] = {}
+        self.on_connect: OnConnect | None = None
 
     # ---- connections -------------------------------------------------------
     def connect_all(self, deadline_s: float = 10.0) -> None:
@@ -156,9 +174,11 @@ class AgentPool:
         self.clients[n.name] = c
         self._last_sent[n.name] = self.clock()
         log.info("connected to agent %s at %s:%d", n.name, *n.address)
-        return True
+        if self.on_connect is not None:
+            self.on_connect(n.name, hello)
+        return self.clients[n.name] is not None
 
-    def _drop(self, node: str, why: object) -> None:
+    def _drop(self, node: str, why: object, level: int = logging.WARNING) -> None:
         c = self.clients.get(node)
         if c is not None:
             # Keep events that arrived before the break.
@@ -166,10 +186,15 @@ class AgentPool:
             c.close()
         self.clients[node] = None
         self._next_try[node] = self.clock() + RECONNECT_EVERY
-        log.warning("lost agent %s: %s", node, why)
+        log.log(level, "lost agent %s: %s", node, why)
 
     def connected(self) -> dict[str, bool]:
         return {n: c is not None for n, c in self.clients.items()}
+
+    def agent_info(self, node: str) -> dict[str, Any]:
+        """The connected agent's hello data (node, pid, backend, ...); {} if not connected."""
+        c = self.clients.get(node)
+        return dict(c.hello) if c is not None else {}
 
     def close(self) -> None:
         for n in list(self.clients):
@@ -252,6 +277,20 @@ class AgentPool:
 
     def kill(self, node: str, job_id: str) -> dict[str, Any]:
         return self._request(node, wire.KILL, {"node": node, "job_id": job_id})
+
+    def local_policy(self, node: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Send the node's local scheme (docs/cdc.md); AgentError if the agent refuses.
+
+        An agent that refuses the frame itself (one older than the request)
+        closes the connection: it is dropped here and reconnected at once.
+        """
+        try:
+            return self._request(node, wire.LOCAL_POLICY, data)
+        except AgentError as e:
+            if e.code in STREAM_FATAL:
+                self._drop(node, f"it refused the local_policy frame ({e.code})", logging.INFO)
+                self._next_try[node] = self.clock()
+            raise
 
     def status(self, node: str) -> dict[str, Any] | None:
         try:

@@ -30,6 +30,15 @@ Skew: agents on one host share CLOCK_MONOTONIC, so the spread of the acks'
 ``applied_monotonic_ns`` over the nodes of one quantum is the cross-node
 command skew (on real nodes it mixes clocks; it is reported all the same).
 
+CDC modes (batch, local, dcs, pb, ib, sb, hybrid, cc-s, cc-b; seed 002):
+space sharing up to an MPL; the agents are told the scheme with the
+``local_policy`` request (at start and on every reconnect) and own the job
+weights; the quantum command is the heartbeat and the CPU-time collector.
+
+Every rank is told where its peers are (``COSCHED_PEERS``) and, when the
+cluster emulates delay, jitter or loss in user space, the link's figures
+(``COSCHED_NET_*``, docs/cdc.md); see :func:`net_env`.
+
 The class rules (controller/classes.py) are applied around the policy.
 Everything here is driven by an injected clock and agent pool, so unit tests
 run it with fakes.
@@ -63,7 +72,7 @@ from controller.jobs import (
 )
 from controller.nodes import NodeInfo, Pool, QuantumResult
 from controller.operator import OperatorConfig
-from controller.policies.base import JobRequest, QuantumPlan
+from controller.policies.base import JobRequest, LocalScheme, QuantumPlan
 from controller.policies.registry import Policy, lookup, make_policy
 
 log = logging.getLogger("controller.quantum")
@@ -75,6 +84,29 @@ SKEW_WINDOW = 10000
 def job_port(job_id: int) -> int:
     """Rank 0's barrier port: unique among the 20000 most recent jobs."""
     return PORT_BASE + job_id % 20000
+
+
+def net_env(state: Mapping[str, Any]) -> dict[str, str]:
+    """``COSCHED_NET_*`` for every rank, from the cluster state (testbed/cluster/state.py).
+
+    Only where the link's delay is emulated in user space (no netem: the
+    message library adds it) and the link profile has delay, jitter or loss;
+    empty otherwise (netem does it in the kernel, or there is nothing to add).
+    """
+    if state.get("delay_mechanism") != "userspace":
+        return {}
+    prof = state.get("profile") or {}
+    delay = float(prof.get("delay_us") or 0.0)
+    jitter = float(prof.get("jitter_us") or 0.0)
+    loss = float(prof.get("loss_pct") or 0.0)
+    if not (delay > 0 or jitter > 0 or loss > 0):
+        return {}
+    return {
+        "COSCHED_NET_DELAY_US": f"{delay:g}",
+        "COSCHED_NET_JITTER_US": f"{jitter:g}",
+        "COSCHED_NET_LOSS_PCT": f"{loss:g}",
+        "COSCHED_NET_RATE_BPS": str(int(prof.get("rate_bps") or 0)),
+    }
 
 
 def job_utilization(
@@ -141,6 +173,7 @@ class Scheduler:
         config: OperatorConfig | None = None,
         wall: Callable[[], float] = time.time,
         mono: Callable[[], float] = time.monotonic,
+        job_env: Mapping[str, str] | None = None,
     ) -> None:
         self.policy_name = policy_name
         self.params = dict(params)
@@ -154,6 +187,13 @@ class Scheduler:
             self.cfg.max_slots = ms if isinstance(ms, int) else None
         self.wall = wall
         self.mono = mono
+        self.job_env = dict(job_env or {})  # added to every rank's environment (net_env)
+        # The agents' local scheme (docs/cdc.md), kept across a restore's new family.
+        self.local_state: dict[str, str] = {}  # node -> scheme it runs, or why not
+        self.local_sent: dict[str, dict[str, Any]] = {}  # node -> last request it accepted
+        self.local_refused: dict[str, object] = {}  # node -> the refusing agent's pid
+        self._local_warned: set[str] = set()
+        self.pool.on_connect = self._agent_connected
         self.policy: Policy = self._new_policy()
         self.fam: Family = make_family(self, self.policy)
         self.jobs: dict[int, Job] = {}
@@ -181,6 +221,58 @@ class Scheduler:
         if "max_slots" in {p.name for p in self.entry.params}:
             params["max_slots"] = self.cfg.max_slots
         return make_policy(self.policy_name, len(self.nodes), params)
+
+    # ---- the agents' local scheme (docs/cdc.md) ---------------------------------------
+    def _agent_connected(self, node: str, hello: Mapping[str, Any]) -> None:
+        self.fam.agent_connected(node, hello)
+
+    def local_policy_request(
+        self, node: str, scheme: LocalScheme | str, mpl: int = 1
+    ) -> dict[str, Any]:
+        """The ``local_policy`` request for ``node``: scheme, MPL, settings, every peer."""
+        sch = scheme if isinstance(scheme, LocalScheme) else LocalScheme(scheme)
+        return {
+            "node": node,
+            "scheme": sch.name,
+            "mpl": mpl,
+            "tick_ms": sch.tick_ms,
+            "spin_us": sch.spin_us,
+            "boost": sch.boost,
+            "peers": {n.name: {"ctl": n.address[0], "data": n.data_ip} for n in self.nodes},
+        }
+
+    def tell_agent(self, node: str, data: dict[str, Any], hello: Mapping[str, Any]) -> None:
+        """Send ``data`` as the node's local_policy; a refusal is logged once per node.
+
+        An agent that refused is not asked again until it is another process
+        (its hello's pid differs): an agent too old for the request closes the
+        connection on it, and asking again would only repeat that.
+        """
+        pid = hello.get("pid")
+        if node in self.local_refused and self.local_refused[node] == pid and pid is not None:
+            return
+        try:
+            self.pool.local_policy(node, data)
+        except (AgentError, ConnectionError, OSError) as e:
+            why = e.reason if isinstance(e, AgentError) else (str(e) or type(e).__name__)
+            self.local_state[node] = f"refused: {why}"
+            self.local_sent.pop(node, None)
+            if isinstance(e, AgentError):
+                self.local_refused[node] = pid
+            if node not in self._local_warned:
+                self._local_warned.add(node)
+                log.warning(
+                    "agent %s did not take local scheme %s (%s): it keeps its own scheduling,"
+                    " so jobs there see LOCAL behaviour",
+                    node,
+                    data.get("scheme"),
+                    why,
+                )
+            return
+        self.local_refused.pop(node, None)
+        self.local_sent[node] = data
+        self.local_state[node] = str(data.get("scheme"))
+        log.info("agent %s runs local scheme %s", node, data.get("scheme"))
 
     def apply_config(self) -> None:
         """Push operator settings that live inside the policy (max_slots)."""
@@ -279,14 +371,16 @@ class Scheduler:
     # ---- launch / end ------------------------------------------------------------
     def launch(self, job: Job, nodes: list[str], *, start_frozen: bool) -> None:
         job.start(self.wall(), nodes)
-        rank0 = self.nodes[self.node_index[nodes[0]]].data_ip
+        peers = [self.nodes[self.node_index[n]].data_ip for n in nodes]
         for rank, node in enumerate(nodes):
             env = dict(job.spec.env)
+            env.update(self.job_env)
             env.update(
                 COSCHED_JOB=str(job.job_id),
                 COSCHED_RANK=str(rank),
                 COSCHED_SIZE=str(job.spec.size),
-                COSCHED_RANK0_ADDR=rank0,
+                COSCHED_PEERS=",".join(peers),
+                COSCHED_RANK0_ADDR=peers[0],
                 COSCHED_PORT=str(job_port(job.job_id)),
                 COSCHED_NODE=node,
             )
@@ -499,8 +593,10 @@ class Scheduler:
         shown = {j for row_ in slots for j in row_ if j is not None}
         shown.update(self.held)
         shown.update(self.in_policy)
+        extra = self.fam.describe()
         return {
             "policy": self.policy_name,
+            **{k: extra[k] for k in ("mpl", "scheme") if k in extra},
             "quantum": self.cfg.quantum,
             "nodes": [n.name for n in self.nodes],
             "slots": slots,

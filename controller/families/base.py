@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from controller.jobs import Job
 from controller.policies.base import QuantumPlan
 
 if TYPE_CHECKING:
     from controller.quantum import Scheduler
+
+log = logging.getLogger("controller.quantum")
+
+#: ``scheme`` of the local_policy request that hands a node back to the
+#: controller's quanta (docs/cdc.md).
+NO_SCHEME = "none"
 
 
 @dataclass
@@ -71,3 +78,17 @@ class Family(ABC):
 
     def restore(self, history: Mapping[int, tuple[float, ...]]) -> None:  # noqa: B027
         """Replay :meth:`snapshot` output."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the family adds to the controller's status and matrix (e.g. MPL, scheme)."""
+        return {}
+
+    def agent_connected(self, node: str, hello: Mapping[str, Any]) -> None:
+        """An agent (re)connected. Families without a local scheme hand back a node
+        that a previous controller left running one (its status says which)."""
+        st = self.s.pool.status(node)
+        cdc = st.get("cdc") if st else None
+        scheme = cdc.get("scheme") if isinstance(cdc, dict) else None
+        if scheme not in (None, NO_SCHEME):
+            log.info("agent %s still runs local scheme %s: handing it back to quanta", node, scheme)
+            self.s.tell_agent(node, self.s.local_policy_request(node, NO_SCHEME), hello)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.nodes import NodeInfo, QuantumResult
+from agent.client import AgentError
+from controller.nodes import NodeInfo, OnConnect, QuantumResult
 
 
 class FakePool:
@@ -28,6 +29,11 @@ class FakePool:
         self._events: list[dict[str, Any]] = []
         self.fail_launch_on: str | None = None
         self.up = {n.name: True for n in self.nodes}
+        self.on_connect: OnConnect | None = None
+        self.local_requests: list[dict[str, Any]] = []  # every local_policy sent
+        self.refuse_local: str | None = None  # an agent error code to answer local_policy with
+        self.cdc_status: dict[str, dict[str, Any]] = {}  # node -> the status' "cdc" block
+        self.pids = {n.name: 4000 + i for i, n in enumerate(self.nodes)}
 
     def connected(self) -> dict[str, bool]:
         return dict(self.up)
@@ -92,7 +98,34 @@ class FakePool:
         return {"job_id": job_id, "ended": True}
 
     def status(self, node: str) -> dict[str, Any] | None:
-        return {"node": node, "jobs": [{"job_id": j, "state": "running"} for j in self.live[node]]}
+        out: dict[str, Any] = {
+            "node": node,
+            "jobs": [{"job_id": j, "state": "running"} for j in self.live[node]],
+        }
+        if node in self.cdc_status:
+            out["cdc"] = self.cdc_status[node]
+        return out
+
+    def local_policy(self, node: str, data: dict[str, Any]) -> dict[str, Any]:
+        self.local_requests.append(dict(data))
+        if not self.up[node]:
+            raise ConnectionError(f"agent {node} is not connected")
+        if self.refuse_local is not None:
+            raise AgentError(self.refuse_local, f"unknown message type {'local_policy'!r}")
+        self.cdc_status[node] = {"scheme": data["scheme"], "mpl": data["mpl"]}
+        return {"scheme": data["scheme"], "cost_switch_us": 3.0, "erl_us": 0.0}
+
+    def agent_info(self, node: str) -> dict[str, Any]:
+        return {"node": node, "pid": self.pids[node]} if self.up[node] else {}
+
+    def reconnect(self, node: str, restarted: bool = False) -> None:
+        """The agent on ``node`` comes back (as another process if ``restarted``)."""
+        if restarted:
+            self.pids[node] += 100
+            self.cdc_status.pop(node, None)
+        self.up[node] = True
+        if self.on_connect is not None:
+            self.on_connect(node, self.agent_info(node))
 
     def exit(self, job_id: int, code: int = 0, nodes: list[str] | None = None) -> None:
         for node in nodes or [n.name for n in self.nodes]:
