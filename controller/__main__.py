@@ -20,11 +20,12 @@ from common.exits import report
 from common.keys import read_key
 from common.names import cluster_state_path
 from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster
-from controller.flags import add_daemon_flags
+from controller.flags import SCHEME_FLAGS, add_daemon_flags, cdc_policies
 from controller.nodes import NodeInfo
 from controller.operator import MIN_QUANTUM
 from controller.policies.base import PolicyError
-from controller.policies.registry import lookup, parse_params
+from controller.policies.registry import lookup, make_policy, parse_params
+from controller.quantum import net_env
 
 PROG = "controller"
 
@@ -70,7 +71,22 @@ def _policy_params(a: argparse.Namespace) -> dict[str, object]:
             if not sep:
                 raise PolicyError(f"--param: want key=value, got {kv!r}")
             raw[k] = v
-        return parse_params(entry, raw)
+        known = {p.name for p in entry.params}
+        for flag, key in SCHEME_FLAGS.items():
+            value = getattr(a, key, None)
+            if value is None:
+                continue
+            if key not in known:
+                raise PolicyError(
+                    f"{flag} applies to the space-sharing policies ({', '.join(cdc_policies())}),"
+                    f" not to {entry.name!r}"
+                )
+            if key in raw:
+                raise PolicyError(f"{flag} and --param {key}=... both given; give one of them")
+            raw[key] = str(value)
+        params = parse_params(entry, raw)
+        make_policy(entry.name, 1, params)  # values the constructor refuses: one line now
+        return params
     except PolicyError as e:
         # policies are pure and know nothing of CoschedError: wrap here
         raise ConfigError(str(e), fix="see `cosched policies`") from None
@@ -81,6 +97,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
     if not a.quantum >= MIN_QUANTUM:
         raise ConfigError(f"--quantum must be >= {MIN_QUANTUM} s, got {a.quantum}")
     key_file = a.key_file
+    job_env: dict[str, str] = {}
     if a.agents:
         nodes = parse_agents(a.agents, a.capacity or 1.0)
     else:
@@ -89,6 +106,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
             with open(path) as f:
                 state = json.load(f)
             nodes = nodes_from_cluster(state, a.agent_port)
+            job_env = net_env(state)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else e
             raise ConfigError(
@@ -114,6 +132,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         restore=a.restore,
         fifo_priority=a.fifo_priority,
         operators=frozenset(a.operator),
+        job_env=job_env,
     )
 
 

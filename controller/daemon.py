@@ -57,6 +57,7 @@ class DaemonConfig:
     fifo_priority: int = 20
     operators: frozenset[str] = field(default_factory=frozenset)
     connect_timeout: float = 15.0
+    job_env: dict[str, str] = field(default_factory=dict)  # quantum.net_env of the cluster
 
 
 def _cpu_count(cpus: str) -> int:
@@ -111,7 +112,11 @@ class Daemon:
         self.cfg = cfg
         self.pool = AgentPool(cfg.nodes, cfg.key)
         self.sched = Scheduler(
-            cfg.policy, cfg.params, self.pool, config=OperatorConfig(quantum=cfg.quantum)
+            cfg.policy,
+            cfg.params,
+            self.pool,
+            config=OperatorConfig(quantum=cfg.quantum),
+            job_env=cfg.job_env,
         )
         self.metrics = ControllerMetrics()
         self.sel = selectors.DefaultSelector()
@@ -200,9 +205,11 @@ class Daemon:
                 fix="is another controller running (`cosched controller status`)? "
                 "is the run directory writable (root, or --run-dir)?",
             ) from None
+        extra = self.sched.fam.describe()
         log.info(
-            "controller: policy %s, %d node(s), quantum %.3fs, socket %s%s",
+            "controller: policy %s%s, %d node(s), quantum %.3fs, socket %s%s",
             self.cfg.policy,
+            f" (MPL {extra['mpl']}, scheme {extra['scheme']})" if "mpl" in extra else "",
             len(self.cfg.nodes),
             self.sched.cfg.quantum,
             sock,

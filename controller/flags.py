@@ -23,6 +23,7 @@ from typing import Any
 
 from common.addr import addr_arg, format_addr
 from common.names import AGENT_PORT, DEFAULT_RUN_DIR, RUN_DIR_ENV, run_dir
+from controller.policies.registry import REGISTRY
 from controller.policies.registry import names as policy_names
 
 START_QUANTUM = 1.0
@@ -45,8 +46,22 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
+#: Flags that are parameters of the space-sharing (cdc) policies: flag -> parameter.
+SCHEME_FLAGS: dict[str, str] = {
+    "--mpl": "mpl",
+    "--tick-ms": "tick_ms",
+    "--spin-us": "spin_us",
+    "--boost": "boost",
+}
+
+
+def cdc_policies() -> list[str]:
+    return [e.name for e in REGISTRY.values() if e.family == "cdc"]
+
+
 def _flags() -> tuple[Flag, ...]:
     # The order is the order of daemon_argv's output.
+    cdc = ", ".join(cdc_policies())
     return (
         Flag(
             "--policy",
@@ -68,6 +83,40 @@ def _flags() -> tuple[Flag, ...]:
         Flag(
             "--param",
             {"action": "append", "default": [], "metavar": "K=V", "help": "policy parameter"},
+        ),
+        # Scheme options (seed 002; docs/cdc.md). Plain strings: the policy's
+        # parameter parsing checks them, so a bad value is one line.
+        Flag(
+            "--mpl",
+            {
+                "default": None,
+                "metavar": "N",
+                "help": f"jobs per node at most, for {cdc} (default 5; batch: always 1)",
+            },
+        ),
+        Flag(
+            "--tick-ms",
+            {
+                "default": None,
+                "metavar": "MS",
+                "help": "agents' decision period of the local scheme, ms (default 10)",
+            },
+        ),
+        Flag(
+            "--spin-us",
+            {
+                "default": None,
+                "metavar": "US",
+                "help": "spin time before blocking under sb, us (default 150, seed 002 §5.1)",
+            },
+        ),
+        Flag(
+            "--boost",
+            {
+                "default": None,
+                "metavar": "weight|freeze",
+                "help": "how the agents enforce a boost (default weight)",
+            },
         ),
         Flag(
             "--cluster-state",

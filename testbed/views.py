@@ -17,6 +17,11 @@ the tests compare exact strings.
 * :func:`render_slice` -- gangster's ``slice`` (op ``slice``): the packed rows
   and the nodes free in every row, where a new job would get 100 % of its
   nodes' time (definition in :mod:`controller.slice`).
+* :func:`render_policy` -- one line: the controller's policy and, for the
+  space-sharing (CDC) policies, the MPL and the agents' scheme (op ``status``).
+
+Under a CDC policy the matrix rows are MPL rows: row *k* is the *k*-th job
+on each node, all of them running at once, time-shared by the agents.
 """
 
 from __future__ import annotations
@@ -119,6 +124,8 @@ def render_matrix(result: Mapping[str, Any]) -> str:
 
     quantum = result.get("quantum")
     head = [str(result.get("policy", "?"))]
+    if result.get("mpl") is not None:
+        head.append(f"MPL {result['mpl']}")
     if quantum is not None:
         head.append(f"quantum {float(quantum):g} s")
     head.append(_plural(len(names), "node"))
@@ -174,6 +181,33 @@ def render_matrix(result: Mapping[str, Any]) -> str:
     size_col = headers.index("SIZE")
     lines += _table(headers, table, right={size_col, headers.index("JOB")})
     return "\n".join(lines) + "\n"
+
+
+def render_policy(status: Mapping[str, Any]) -> str:
+    """One line: the policy, and for CDC policies the MPL, the scheme and its agents.
+
+    ``policy cc-b: MPL 5, scheme cc-b (tick 10 ms, spin 150 us, boost weight)``,
+    followed by ``; n1 refused: ...`` for every agent that does not run it.
+    """
+    policy = str(status.get("policy", "?"))
+    if status.get("mpl") is None:
+        return f"policy {policy}"
+    line = f"policy {policy}: MPL {status['mpl']}, scheme {status.get('scheme', '?')}"
+    settings = []
+    if status.get("tick_ms") is not None:
+        settings.append(f"tick {float(status['tick_ms']):g} ms")
+    if status.get("spin_us") is not None:
+        settings.append(f"spin {float(status['spin_us']):g} us")
+    if status.get("boost"):
+        settings.append(f"boost {status['boost']}")
+    if settings:
+        line += f" ({', '.join(settings)})"
+    agents = status.get("local_policy") or {}
+    if isinstance(agents, Mapping):
+        odd = [f"{n} {v}" for n, v in agents.items() if v != status.get("scheme")]
+        if odd:
+            line += "; " + "; ".join(odd)
+    return line
 
 
 def _num(value: object, fmt: str) -> str:

@@ -123,8 +123,9 @@ def add_commands(subparsers: Any) -> None:
         "show nodes, addresses, shaping read back from the kernel, agents",
         "Show the recorded cluster as the kernel sees it now: qdiscs and classes "
         "read back, delay mechanism (netem or userspace), CPU mechanism, agent PIDs and "
-        "whether their metrics endpoints answer (1 s timeout). Exit status 1 when no "
-        "cluster is up.",
+        "whether their metrics endpoints answer (1 s timeout), and on a last line what the "
+        "local controller runs, if one answers (policy; MPL and scheme for the seed 002 "
+        "policies). Exit status 1 when no cluster is up.",
         "  cosched cluster status\n  cosched cluster status --json --no-probe",
     )
     st.add_argument("--json", action="store_true", help="machine-readable output")
@@ -181,12 +182,48 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def controller_status(sock: str | None = None) -> dict[str, Any] | None:
+    """The local controller's status if one answers on its socket at once, else None."""
+    import os
+
+    from common.names import controller_socket
+    from controller.client import ControllerClient, ControllerError
+
+    path = sock or controller_socket()
+    if not os.path.exists(path):
+        return None
+    client = ControllerClient(path, retry=0.0, timeout=1.0)
+    try:
+        status = client.request("status")
+    except (ControllerError, OSError):
+        return None
+    finally:
+        client.close()
+    return status if isinstance(status, dict) else None
+
+
+def controller_line(status: dict[str, Any] | None) -> str:
+    """One line: what the controller runs (policy, MPL, scheme), or that none answers."""
+    from testbed.views import render_policy
+
+    if status is None:
+        return "controller: none answering on this host (`cosched controller start`)"
+    return f"controller: {render_policy(status)}"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     report = cluster_mod.status(probe=args.probe)
     if report is None:
         print("no cluster is up (no state file)")
         return 1
-    print(json.dumps(report, indent=2) if args.json else cluster_mod.format_status(report))
+    ctl = controller_status()
+    if args.json:
+        keys = ("policy", "family", "mpl", "scheme", "local_policy", "pid")
+        report["controller"] = {k: ctl[k] for k in keys if k in ctl} if ctl else None
+        print(json.dumps(report, indent=2))
+    else:
+        print(cluster_mod.format_status(report))
+        print(controller_line(ctl))
     return 0
 
 

@@ -159,11 +159,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policy_line(args: argparse.Namespace) -> str:
+    """The controller's policy (and MPL and scheme under CDC), or nothing if status fails."""
+    try:
+        status = call(args, "status")
+    except CliError:
+        return ""
+    return views.render_policy(status) + "\n" if isinstance(status, dict) else ""
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     """List jobs."""
 
     def draw() -> str:
-        return views.render_jobs(call(args, "jobs", all=args.all))
+        table = views.render_jobs(call(args, "jobs", all=args.all))
+        return _policy_line(args) + table
 
     if args.json:
         print_json(call(args, "jobs", all=args.all))
@@ -291,8 +301,10 @@ def add_commands(subparsers: Any) -> None:
         "jobs",
         "list jobs: state, CPU against wall time",
         "List the jobs the controller knows (queued, running, frozen), or with --all also "
-        "the ended ones. UTIL is CPU seconds / (wall seconds x size): near 1 for a "
-        "compute-bound job running alone, low for an I/O-bound one.",
+        "the ended ones, under a line naming the controller's policy (with the MPL and the "
+        "agents' scheme for the space-sharing policies of seed 002). UTIL is CPU seconds / "
+        "(wall seconds x size): near 1 for a compute-bound job running alone, low for an "
+        "I/O-bound one.",
         "  cosched jobs\n  cosched jobs --all\n  cosched jobs --watch 1      # Ctrl-C to stop",
         common,
     )

@@ -63,6 +63,7 @@ def refused_port() -> int:
         (["--policy", "gang", "--param", "max_slots=many"], "max_slots"),
         (["--policy", "gang", "--nodes", "0"], "--nodes must be >= 1"),
         (["--policy", "gang", "--loads", "0.5,lots"], "lots"),
+        (["--policy", "cc-b"], "the simulator has no model of"),
     ],
 )
 def test_simulate(argv: list[str], words: str, tmp_path: Path, capsys: Any) -> None:
@@ -226,6 +227,15 @@ def test_controller_daemon_unreachable_agent_is_one_line(
         (["--policy", "gang", "--agents", "n0=127.0.0.1:1", "--key-file", "/nonexistent"],
          "cannot read key file /nonexistent"),
         (["--policy", "gang", "--log-level", "LOUD"], "unknown level 'LOUD'"),
+        (["--policy", "cc-x"], "unknown policy 'cc-x'; valid policies: fcfs"),
+        (["--policy", "gang", "--mpl", "3"], "--mpl applies to the space-sharing policies"),
+        (["--policy", "dcs", "--mpl", "0"], "mpl must be a whole number >= 1, got 0"),
+        (["--policy", "dcs", "--mpl", "many"], "mpl: expected an integer, got 'many'"),
+        (["--policy", "dcs", "--mpl", "2", "--param", "mpl=3"], "both given"),
+        (["--policy", "batch", "--mpl", "5"], "its MPL is 1, got 5"),
+        (["--policy", "cc-b", "--boost", "nice"], "boost: expected one of weight, freeze"),
+        (["--policy", "cc-b", "--tick-ms", "0"], "tick_ms must be > 0"),
+        (["--policy", "cc-s", "--spin-us", "-1"], "spin_us must be >= 0"),
     ],
 )  # fmt: skip
 def test_controller_daemon_bad_config(argv: list[str], words: str, capsys: Any) -> None:

@@ -191,12 +191,28 @@ def test_jobs_table_and_all_flag(fake: FakeClient, capsys: Any) -> None:
         {"job_id": 1, "name": "a", "user": "u", "class": "production", "size": 2,
          "state": "done", "wall_s": 4.0, "cpu_s": 8.0, "exit_code": 0}
     ]  # fmt: skip
+    fake.answers["status"] = {"policy": "gang", "nodes": ["n0", "n1"]}
     assert main(["jobs", "--all"]) == 0
-    assert fake.calls == [("jobs", {"all": True})]
+    assert fake.calls == [("jobs", {"all": True}), ("status", {})]
     assert capsys.readouterr().out == (
+        "policy gang\n"
         "ID  NAME  USER  CLASS       SIZE  STATE  CPU_S  WALL_S  UTIL  EXIT\n"
         " 1  a     u     production     2  done     8.0     4.0  1.00     0\n"
     )
+
+
+def test_jobs_names_the_cdc_policy_its_mpl_and_scheme(fake: FakeClient, capsys: Any) -> None:
+    fake.answers["jobs"] = []
+    fake.answers["status"] = {
+        "policy": "cc-b", "family": "cdc", "mpl": 5, "scheme": "cc-b", "tick_ms": 10.0,
+        "spin_us": 150.0, "boost": "weight", "local_policy": {"n0": "cc-b", "n1": "cc-b"},
+    }  # fmt: skip
+    assert main(["jobs"]) == 0
+    assert capsys.readouterr().out == (
+        "policy cc-b: MPL 5, scheme cc-b (tick 10 ms, spin 150 us, boost weight)\nno jobs\n"
+    )
+    assert main(["jobs", "--json"]) == 0
+    assert capsys.readouterr().out == "[]\n"  # raw: no policy line
 
 
 def test_matrix_renders_and_json_is_raw(fake: FakeClient, capsys: Any) -> None:
@@ -212,6 +228,7 @@ def test_watch_redraws_until_ctrl_c(
     fake: FakeClient, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake.answers["jobs"] = []
+    fake.answers["status"] = ControllerError("busy")  # the policy line is left out
     naps: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -311,6 +328,19 @@ def test_start_builds_the_daemon_command_line() -> None:
     assert argv[1:] == [
         "-m", "controller", "--policy", "paired-gang", "--quantum", "0.5", "--run-dir",
         "/tmp/r", "--param", "band=0.2", "--key-file", "/k", "--checkpoint", "/c", "--restore",
+    ]  # fmt: skip
+
+
+def test_start_hands_the_scheme_flags_on() -> None:
+    parser = argparse.ArgumentParser()
+    add_controller_commands(parser.add_subparsers())
+    args = parser.parse_args(
+        ["controller", "start", "--policy", "cc-b", "--mpl", "5", "--tick-ms", "5",
+         "--spin-us", "100", "--boost", "weight", "--run-dir", "/tmp/r"]
+    )  # fmt: skip
+    assert daemon_argv(args)[1:] == [
+        "-m", "controller", "--policy", "cc-b", "--quantum", "1", "--run-dir", "/tmp/r",
+        "--mpl", "5", "--tick-ms", "5", "--spin-us", "100", "--boost", "weight",
     ]  # fmt: skip
 
 

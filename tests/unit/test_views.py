@@ -145,3 +145,39 @@ def test_slice_of_an_empty_machine_and_of_a_wide_one() -> None:
     assert lines[4] == " 1  " + "b" * 30 + "." * 34
     assert lines[5] == "    " + " " * 40 + "^" * 24
     assert lines[6:] == ["jobs: a=5, b=6", "free in every row: 40-63 (24 nodes)"]
+
+
+def test_cdc_matrix_shows_the_mpl_and_rows_of_jobs_sharing_nodes() -> None:
+    result = {
+        "policy": "cc-b",
+        "mpl": 3,
+        "scheme": "cc-b",
+        "quantum": 0.1,
+        "nodes": ["n0", "n1", "n2"],
+        "slots": [[1, 1, 2], [2, None, None]],
+        "running": {"slot": None, "partner": None, "alternates": []},
+        "jobs": {"1": JOBS["1"], "2": JOBS["2"]},
+    }
+    text = render_matrix(result)
+    assert text.startswith(
+        "cc-b  MPL 3  quantum 0.1 s  3 nodes  2 slots\n    n0 n1 n2\n 0  1  1  2\n 1  2  .  .\n"
+    )
+
+
+def test_policy_line() -> None:
+    from testbed.views import render_policy
+
+    assert render_policy({"policy": "gang"}) == "policy gang"
+    status = {"policy": "sb", "mpl": 5, "scheme": "sb", "tick_ms": 10.0, "spin_us": 150.0,
+              "boost": "weight", "local_policy": {"n0": "sb", "n1": "refused: old"}}  # fmt: skip
+    assert render_policy(status) == (
+        "policy sb: MPL 5, scheme sb (tick 10 ms, spin 150 us, boost weight); n1 refused: old"
+    )
+
+
+def test_cluster_status_names_what_the_controller_runs() -> None:
+    from testbed.commands.cluster import controller_line
+
+    assert controller_line(None).startswith("controller: none answering")
+    line = controller_line({"policy": "dcs", "mpl": 2, "scheme": "dcs"})
+    assert line == "controller: policy dcs: MPL 2, scheme dcs" and "\n" not in line
