@@ -124,6 +124,7 @@ class LocalScheduler:
         self.holder: str | None = None
         self.boosted_job: str | None = None
         self.next_tick = 0.0
+        self._epoll_watched = False
         self._ed_prev: dict[int, tuple[int, int]] = {}
         self._ed_next = 0.0
         self._data_node: dict[str, str] = {}
@@ -159,8 +160,9 @@ class LocalScheduler:
         self.cfg = cfg
         assert self.nic is not None
         self.nic.scheme = cfg.scheme
+        self._watch_arrivals(Event.ARRIVAL in self.scheme.reacts_to if self.scheme else False)
         self.next_tick = self.clock()
-        self.last_status = self.status()
+        self.refresh_status()
         log.info(
             "local scheme %s (MPL %d, tick %.1f ms, spin %.0f us, %d peers)",
             cfg.scheme,
@@ -194,8 +196,8 @@ class LocalScheduler:
         nic.unwatch = self._unwatch
         assert nic.listener is not None
         a.sel.register(nic.listener, selectors.EVENT_READ, _Tag("listen"))
-        a.sel.register(nic.epoll.fileno(), selectors.EVENT_READ, _Tag("epoll"))
         self.nic = nic
+        self._epoll_watched = False
 
     def _open_gossip(self, cfg: LocalConfig) -> None:
         a = self.agent
@@ -211,7 +213,25 @@ class LocalScheduler:
         a.sel.register(g.sock, selectors.EVENT_READ, _Tag("gossip"))
         self.gossip = g
 
+    def _watch_arrivals(self, on: bool) -> None:
+        """Wake on arrivals only for schemes that decide on them (an "interrupt").
+
+        The others look at the sockets at their ticks only: on a host where a
+        wake-up is dear, waking for arrivals nobody acts on would be the
+        agent's largest cost (benchmarks/nic_cost.py).
+        """
+        if self.nic is None or on == self._epoll_watched:
+            return
+        fd = self.nic.epoll.fileno()
+        if on:
+            self.agent.sel.register(fd, selectors.EVENT_READ, _Tag("epoll"))
+        else:
+            with contextlib.suppress(KeyError, ValueError):
+                self.agent.sel.unregister(fd)
+        self._epoll_watched = on
+
     def stop(self) -> None:
+        self._watch_arrivals(False)
         self._set_holder(None)
         self.scheme = None
         self.cfg = None
@@ -225,10 +245,9 @@ class LocalScheduler:
             self.gossip.close()
             self.gossip = None
         if self.nic is not None:
-            for fo in (self.nic.listener, self.nic.epoll.fileno()):
+            if self.nic.listener is not None:
                 with contextlib.suppress(KeyError, ValueError):
-                    if fo is not None:
-                        a.sel.unregister(fo)
+                    a.sel.unregister(self.nic.listener)
             self.nic.close()
             self.nic = None
 
@@ -284,7 +303,8 @@ class LocalScheduler:
             self.next_tick = now + self.cfg.tick_s
         self.counters.ticks += 1
         self._decide(Event.TICK, None)
-        self.last_status = self.status()
+        if self.counters.ticks % 10 == 0:  # the exporter's copy, ten times a second at 10 ms
+            self.refresh_status()
 
     # ---- decisions -------------------------------------------------------------------
     def _on_event(self, key: str, event: Event) -> None:
@@ -298,7 +318,7 @@ class LocalScheduler:
             return
         t0 = time.perf_counter()
         now = self.clock()
-        views = nic.views()
+        views = nic.views(rearm=event is Event.TICK)
         enp = sum(1 for v in views.values() if v.pending)
         if event is Event.TICK:
             self._update_erl(views, enp, now)
@@ -384,6 +404,10 @@ class LocalScheduler:
         return getattr(job, "net_delay_s", 0.0) if job is not None else 0.0
 
     # ---- reporting -------------------------------------------------------------------
+    def refresh_status(self) -> None:
+        """Copy status() for the exporter thread (called from the loop every 10 ticks)."""
+        self.last_status = self.status()
+
     def status(self) -> dict[str, Any]:
         md = self.nic.md_totals() if self.nic is not None else None
         c = self.counters

@@ -237,8 +237,14 @@ class NicServer:
         return out
 
     # ---- the view at a decision point ------------------------------------------
-    def views(self) -> dict[str, ProcView]:
-        """Every registered process: pending messages (ERL, when seen), blocked, in collective."""
+    def views(self, rearm: bool = True) -> dict[str, ProcView]:
+        """Every registered process: pending messages (ERL, when seen), blocked, in collective.
+
+        ``rearm``: watch drained sockets again. The agent re-arms only at its
+        ticks, so a socket raises at most one arrival event per tick however
+        many messages it carries: the agent's wake-ups, not the messages,
+        are what costs (benchmarks/nic_cost.py).
+        """
         now = self.clock()
         out: dict[str, ProcView] = {}
         for key, p in self.procs.items():
@@ -255,11 +261,12 @@ class NicServer:
                     p.last_erl_us = s.erl_us
                     if now >= s.seen_s + p.delay_s:
                         msgs.append(PendingMsg(s.erl_us, s.seen_s))
-                elif s.seen_s is not None or not s.armed:
+                else:
                     s.seen_s = None
-                    self._arm(s)
-            st = p.state()
-            if st.unexpected > 0:
+                    if rearm and not s.armed:
+                        self._arm(s)
+            wait, coll, unexpected = nicproto.read_flags(p.page)
+            if unexpected > 0:
                 if p.unexpected_seen_s is None:
                     p.unexpected_seen_s = now
                 msgs.append(PendingMsg(p.last_erl_us, p.unexpected_seen_s))
@@ -268,8 +275,8 @@ class NicServer:
             out[key] = ProcView(
                 key,
                 tuple(msgs),
-                blocked=st.wait == nicproto.WAIT_BLOCKED,
-                in_collective=bool(st.in_collective),
+                blocked=wait == nicproto.WAIT_BLOCKED,
+                in_collective=bool(coll),
             )
         return out
 

@@ -90,6 +90,15 @@ def read_state(buf: Any) -> State:
     return State(wait, coll, unexp, consumed, md_count, md_sum, tuple(buckets))
 
 
+_FLAGS = struct.Struct("<IIQ")  # wait, in_collective, unexpected (offsets 8..24)
+
+
+def read_flags(buf: Any) -> tuple[int, int, int]:
+    """(wait, in_collective, unexpected): what a decision point needs, in one unpack."""
+    wait, coll, unexpected = _FLAGS.unpack_from(buf, OFF_WAIT)
+    return int(wait), int(coll), int(unexpected)
+
+
 def md_bucket(seconds: float) -> int:
     """Index of the histogram bucket a delay falls into."""
     for i, bound in enumerate(MD_BUCKETS_S):

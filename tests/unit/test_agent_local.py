@@ -363,6 +363,7 @@ def test_exporter_shows_bcr_counters_and_md_histogram(agent: Agent) -> None:
         pump(agent)
         agent.local.next_tick = 0.0
         pump(agent, 1)
+        agent.local.refresh_status()
         text = generate_latest(agent.metrics.registry).decode()
     finally:
         r1.close()
