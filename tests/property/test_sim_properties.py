@@ -3,12 +3,15 @@
 Properties: every job that fits completes; nobody starts before it arrives;
 no job finishes faster than on a dedicated machine; batch policies never use
 more nodes than exist at any instant; the same workload gives the same result.
+The space-sharing (cdc) policies run at MPL 1, where they are batch policies;
+above it the simulator has no model of them (it refuses).
 """
 
 from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,8 +38,12 @@ def workloads(draw: st.DrawFn) -> list[SimJob]:
     return jobs
 
 
+def _params(name: str) -> dict[str, object]:
+    return {"mpl": 1} if REGISTRY[name].family == "cdc" else {}
+
+
 def _check(jobs: list[SimJob], name: str, mode: str) -> None:
-    policy = make_policy(name, NODES)
+    policy = make_policy(name, NODES, _params(name))
     res = simulate(jobs, policy, SimConfig(nodes=NODES, quantum=0.5, mode=mode))
     rejected = {j for j, _ in res.rejected}
     assert rejected == {j.job_id for j in jobs if j.size > NODES}
@@ -50,7 +57,7 @@ def _check(jobs: list[SimJob], name: str, mode: str) -> None:
         assert start >= job.submit - 1e-9
         assert end - start >= job.runtime - 1e-6
         intervals.append((start, end, job.size))
-    if REGISTRY[name].family == "batch":
+    if REGISTRY[name].family in ("batch", "cdc"):
         # batch jobs run exactly their run time and never overlap beyond capacity
         for s, _end, _ in intervals:
             in_use = sum(sz for s2, e2, sz in intervals if s2 <= s < e2)
@@ -61,7 +68,7 @@ def _check(jobs: list[SimJob], name: str, mode: str) -> None:
 @given(workloads())
 def test_batch_policies_complete_everything(jobs: list[SimJob]) -> None:
     for name, entry in REGISTRY.items():
-        if entry.family == "batch":
+        if entry.family in ("batch", "cdc"):
             _check(jobs, name, "exact")
 
 
@@ -79,6 +86,11 @@ def test_same_workload_same_result() -> None:
 
     jobs = apply_profile(generate_lublin(150, 16, seed=3), "heterogeneous", seed=3)
     for name in REGISTRY:
-        a = simulate(jobs, make_policy(name, 16), SimConfig(nodes=16))
-        b = simulate(jobs, make_policy(name, 16), SimConfig(nodes=16))
+        a = simulate(jobs, make_policy(name, 16, _params(name)), SimConfig(nodes=16))
+        b = simulate(jobs, make_policy(name, 16, _params(name)), SimConfig(nodes=16))
         assert list(a.end) == list(b.end), name
+
+
+def test_the_simulator_refuses_time_shared_space_sharing() -> None:
+    with pytest.raises(ValueError, match="no execution model for space sharing at MPL 5"):
+        simulate([], make_policy("cc-b", NODES), SimConfig(nodes=NODES))
