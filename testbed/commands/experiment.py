@@ -1,4 +1,10 @@
-"""``cosched experiment run SPEC.toml``: a live experiment and its report."""
+"""``cosched experiment run SPEC.toml``: a live experiment and its report.
+
+Two kinds of spec (testbed/experiment/spec.py): the paired-vs-gang mixes of
+seed 000 §4.1 and the job streams of seed 002 §5.3/§5.5 (cdc-policies).
+``cosched experiment report RESULTS.json`` writes a job-stream report again
+from its data.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +19,23 @@ from . import command_parser
 
 DESCRIPTION = (
     "Run a live experiment on real processes: bring up the local cluster, start the "
-    "controller once per configuration and job mix, run the synthetic program, and "
-    "write a report (Markdown + PNG) that sets the paper's figures beside ours. "
-    "Needs root. The cluster is torn down afterwards, also on failure or Ctrl-C."
+    "controller once per configuration (and job mix, or load and MPL), run the synthetic "
+    "program, and write a report (Markdown + PNG) that sets the paper's figures beside ours. "
+    "Needs root. The cluster is torn down afterwards, also on failure or Ctrl-C.\n\n"
+    "paired-vs-gang.toml (seed 000 §4.1) takes --duration, --mixes, --configs; "
+    "cdc-policies.toml (seed 002 §5.3, §5.5: every communication-driven scheme and BATCH "
+    "on one seeded job stream) takes --quick, --schemes, --loads, --mpls, --jobs."
 )
 EXAMPLES = (
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
     "  sudo cosched experiment run experiments/paired-vs-gang.toml --duration 10 --mixes 1\n"
-    "  sudo cosched experiment run experiments/paired-vs-gang.toml --configs gang,paired-fig4"
+    "  sudo cosched experiment run experiments/paired-vs-gang.toml --configs gang,paired-fig4\n"
+    "  sudo cosched experiment run experiments/cdc-policies.toml --quick\n"
+    "  sudo cosched experiment run experiments/cdc-policies.toml --schemes sb,cc-b --mpls 5\n"
+    "  cosched experiment report results/cdc-policies/results.json"
 )
+STREAM_ONLY = ("quick", "schemes", "loads", "mpls", "jobs")
+PAIRED_ONLY = ("duration", "mixes", "configs")
 
 
 def add_commands(sub: Any) -> None:
@@ -46,17 +60,160 @@ def add_commands(sub: Any) -> None:
         "--configs", default=None, help="override, e.g. gang,paired-fig4,paired-best-fit"
     )
     run.add_argument(
+        "--quick", action="store_true", help="job streams: the spec's [quick] run (< 3 min)"
+    )
+    run.add_argument("--schemes", default=None, help="job streams: override, e.g. sb,cc-b")
+    run.add_argument("--loads", default=None, help="job streams: override, e.g. heavy")
+    run.add_argument("--mpls", default=None, help="job streams: override, e.g. 3,5")
+    run.add_argument("--jobs", type=int, default=None, help="job streams: jobs per run")
+    run.add_argument(
         "--reuse-cluster", action="store_true", help="run on a cluster that is already up"
     )
     run.set_defaults(func=cmd_run)
+    rep = command_parser(
+        verbs,
+        "report",
+        "write a job-stream report again from its results.json",
+        "Read the results.json a job-stream experiment wrote and write report.md and the "
+        "PNGs next to it (or in --out) again, e.g. after changing the report code.",
+        "  cosched experiment report results/cdc-policies/results.json",
+    )
+    rep.add_argument("results", type=Path, help="results.json of a job-stream experiment")
+    rep.add_argument("--out", type=Path, default=None, help="report folder (default: beside it)")
+    rep.set_defaults(func=cmd_report)
 
 
 class ExperimentSpecError(UsageError):
     """The spec file or an override cannot be used (exit status 2)."""
 
 
+def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    return [f"--{n}" for n in names if getattr(args, n, None) not in (None, False)]
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one experiment spec and write its report."""
+    from testbed.experiment.spec import SpecError, load_any
+    from testbed.experiment.streams import StreamSpec
+
+    try:
+        spec = load_any(args.spec)
+    except OSError as exc:
+        raise ExperimentSpecError(
+            f"cannot read {args.spec}: {exc.strerror}", fix="give an experiment TOML file"
+        ) from None
+    except (SpecError, ValueError) as exc:
+        raise ExperimentSpecError(
+            str(exc), fix="give an experiment TOML, e.g. experiments/paired-vs-gang.toml"
+        ) from None
+    if isinstance(spec, StreamSpec):
+        return _run_streams(args, spec)
+    wrong = _given(args, STREAM_ONLY)
+    if wrong:
+        raise ExperimentSpecError(
+            f"{', '.join(wrong)}: only for job-stream specs; {args.spec} is a paired spec",
+            fix="use --duration, --mixes or --configs",
+        )
+    return _run_paired(args)
+
+
+def _run_streams(args: argparse.Namespace, spec: Any) -> int:
+    from testbed.experiment.cdcreport import markdown, plots, text_summary
+    from testbed.experiment.cdcrun import run_streams
+    from testbed.experiment.runner import ExperimentError
+    from testbed.experiment.streams import SCHEMES
+
+    wrong = _given(args, PAIRED_ONLY)
+    if wrong:
+        raise ExperimentSpecError(
+            f"{', '.join(wrong)}: only for paired specs; {args.spec} is a job-stream spec",
+            fix="use --quick, --schemes, --loads, --mpls or --jobs",
+        )
+    if args.quick:
+        spec = spec.quick_version()
+    changes: dict[str, Any] = {}
+    if args.schemes:
+        changes["schemes"] = _csv(args.schemes)
+        for s in changes["schemes"]:
+            if s not in SCHEMES:
+                raise ExperimentSpecError(f"--schemes: unknown {s!r}; valid: {', '.join(SCHEMES)}")
+    if args.loads:
+        changes["loads"] = _csv(args.loads)
+        for ld in changes["loads"]:
+            if ld not in spec.load_means:
+                raise ExperimentSpecError(
+                    f"--loads: unknown {ld!r}; the spec defines {', '.join(spec.load_means)}"
+                )
+    if args.mpls:
+        try:
+            changes["mpls"] = tuple(int(m) for m in _csv(args.mpls))
+        except ValueError:
+            raise ExperimentSpecError(
+                f"--mpls: whole numbers, e.g. 3,5; got {args.mpls!r}"
+            ) from None
+        if not changes["mpls"] or any(not 1 <= m <= 64 for m in changes["mpls"]):
+            raise ExperimentSpecError(f"--mpls: MPLs in 1..64, e.g. 3,5; got {args.mpls!r}")
+    if args.jobs is not None:
+        if args.jobs < 1:
+            raise ExperimentSpecError(f"--jobs must be >= 1, got {args.jobs}")
+        changes["jobs"] = args.jobs
+    spec = dataclasses.replace(spec, **changes)
+    out = args.out or Path("results") / (spec.name + ("-quick" if args.quick else ""))
+    try:
+        result = run_streams(spec, out, reuse_cluster=args.reuse_cluster)
+    except ExperimentError as exc:
+        raise CoschedError(str(exc)) from None
+    written = _write_stream_report(result, out, markdown, plots)
+    print()
+    print(text_summary(result))
+    print(f"\nreport: {out}/report.md (plots {', '.join(written)}; data results.json)")
+    return 0
+
+
+def _write_stream_report(result: Any, out: Path, markdown: Any, plots: Any) -> list[str]:
+    """report.md and the PNGs; returns the PNGs' names."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(markdown(result))
+        written: list[str] = plots(result, out)
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+    return written
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write a job-stream report from its results.json."""
+    import json
+
+    from testbed.experiment.cdcreport import markdown, plots, text_summary
+    from testbed.experiment.cdcrun import StreamResult
+
+    try:
+        data = json.loads(args.results.read_text())
+        result = StreamResult.from_dict(data)
+    except OSError as exc:
+        raise ExperimentSpecError(
+            f"cannot read {args.results}: {exc.strerror}", fix="give a results.json"
+        ) from None
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ExperimentSpecError(
+            f"{args.results} is not a job-stream results.json ({exc})",
+            fix="give the results.json a cdc-policies run wrote",
+        ) from None
+    out = args.out or args.results.parent
+    _write_stream_report(result, out, markdown, plots)
+    print(text_summary(result))
+    print(f"\nreport: {out}/report.md")
+    return 0
+
+
+def _run_paired(args: argparse.Namespace) -> int:
     from testbed.experiment.report import markdown, plots, text_summary
     from testbed.experiment.runner import ExperimentError, run_experiment
     from testbed.experiment.spec import CONFIGS, SpecError, load_experiment

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from testbed.experiment.spec import CONFIGS, ExperimentSpec
 
@@ -131,8 +131,25 @@ def _one_line(run: RunResult) -> str:
     return ", ".join(parts)
 
 
+class ClusterSettings(Protocol):
+    """What bringing the cluster up needs from a spec (ExperimentSpec, StreamSpec)."""
+
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def link(self) -> str: ...
+    @property
+    def cpus_per_node(self) -> float | None: ...
+    @property
+    def cpu_mechanism(self) -> str: ...
+    @property
+    def cfs_period_us(self) -> int: ...
+    @property
+    def cgroup(self) -> str: ...
+
+
 @contextlib.contextmanager
-def _cluster(spec: ExperimentSpec, reuse: bool, say: Say) -> Iterator[dict[str, Any]]:
+def _cluster(spec: ClusterSettings, reuse: bool, say: Say) -> Iterator[dict[str, Any]]:
     from testbed.cluster import cluster as cluster_mod
     from testbed.cluster import state as state_mod
     from testbed.cluster.errors import ClusterError

@@ -1,7 +1,15 @@
 """Experiment specs (TOML) for live runs on the local cluster.
 
-See ``experiments/paired-vs-gang.toml`` for the keys. Every mistake raises
-:class:`SpecError` with ``file: [table].key: what is wrong; how to fix it``.
+Two kinds, named by ``[experiment].kind``:
+
+* ``paired`` (the default): seed 000 §4.1, job mixes under gang and paired
+  gang; see ``experiments/paired-vs-gang.toml`` for the keys.
+* ``job-stream``: seed 002 §5.3/§5.5, a seeded stream of jobs with
+  exponential interarrival times under every scheme and MPL; see
+  ``experiments/cdc-policies.toml`` and :mod:`testbed.experiment.streams`.
+
+:func:`load_any` reads either. Every mistake raises :class:`SpecError` with
+``file: [table].key: what is wrong; how to fix it``.
 """
 
 from __future__ import annotations
@@ -10,6 +18,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from testbed.experiment.streams import StreamSpec, StreamSpecError, load_stream_spec
 
 # config name -> (policy, parameters)
 CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
@@ -99,15 +109,45 @@ def _app(table: dict[str, Any], where: str) -> AppParams:
     return app
 
 
-def load_experiment(path: str | Path) -> ExperimentSpec:
-    p = Path(path)
+KINDS = ("paired", "job-stream")
+
+
+def _read(p: Path) -> dict[str, Any]:
     origin = str(p)
     try:
-        doc = tomllib.loads(p.read_text())
+        return tomllib.loads(p.read_text())
     except FileNotFoundError:
         raise SpecError(f"{origin}: no such file") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{origin}: not valid TOML: {exc}") from None
+
+
+def _kind(doc: dict[str, Any], origin: str) -> str:
+    exp = doc.get("experiment")
+    kind = exp.get("kind", "paired") if isinstance(exp, dict) else "paired"
+    if kind not in KINDS:
+        raise SpecError(f"{origin}: [experiment].kind: one of {', '.join(KINDS)}, got {kind!r}")
+    return str(kind)
+
+
+def load_any(path: str | Path) -> ExperimentSpec | StreamSpec:
+    """An experiment spec of either kind (module docstring)."""
+    p = Path(path)
+    doc = _read(p)
+    if _kind(doc, str(p)) == "job-stream":
+        try:
+            return load_stream_spec(doc, p)
+        except StreamSpecError as exc:
+            raise SpecError(str(exc)) from None
+    return load_experiment(p)
+
+
+def load_experiment(path: str | Path) -> ExperimentSpec:
+    p = Path(path)
+    origin = str(p)
+    doc = _read(p)
+    if _kind(doc, origin) != "paired":
+        raise SpecError(f"{origin}: a job-stream spec; read it with load_any")
     exp = _table(doc, "experiment", origin)
     cluster = _table(doc, "cluster", origin)
     ctl = _table(doc, "controller", origin)
