@@ -36,12 +36,13 @@ from collections import deque
 from controller.policies.base import JobRequest, LocalScheme, PolicyError, SpaceSharePolicy
 from controller.policies.params import ParamSpec
 
-__all__ = ["BOOSTS", "DEFAULT_MPL", "SCHEMES", "SpaceShare"]
+__all__ = ["BOOSTS", "DEFAULT_MPL", "MAX_MPL", "SCHEMES", "SpaceShare"]
 
 #: Seed 002 Table 1 plus BATCH (§2.1); the agents' names (docs/cdc.md).
 SCHEMES: tuple[str, ...] = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 BOOSTS: tuple[str, ...] = ("weight", "freeze")
 DEFAULT_MPL = 5  # seed 002 §5.3: "we limited the MPL to 5"
+MAX_MPL = 64  # what the agents' local schedulers accept (agent/local.py)
 
 
 class SpaceShare(SpaceSharePolicy):
@@ -67,6 +68,8 @@ class SpaceShare(SpaceSharePolicy):
     ) -> None:
         if scheme not in SCHEMES:
             raise PolicyError(f"unknown scheme {scheme!r}; valid schemes: {', '.join(SCHEMES)}")
+        if not isinstance(mpl, bool) and isinstance(mpl, int) and mpl > MAX_MPL:
+            raise PolicyError(f"mpl must be at most {MAX_MPL} (the agents' limit), got {mpl}")
         if scheme == "batch" and mpl != 1:
             raise PolicyError(
                 f"policy 'batch' is space sharing only (seed 002 §2.1): its MPL is 1, got {mpl!r}"
