@@ -74,8 +74,8 @@ class SpaceShare(SpaceSharePolicy):
             raise PolicyError(
                 f"policy 'batch' is space sharing only (seed 002 §2.1): its MPL is 1, got {mpl!r}"
             )
-        if not tick_ms > 0:
-            raise PolicyError(f"tick_ms must be > 0, got {tick_ms!r}")
+        if not 1.0 <= tick_ms <= 1000.0:  # what the agents accept (agent/local.py)
+            raise PolicyError(f"tick_ms must be in 1..1000 ms, got {tick_ms!r}")
         if not spin_us >= 0:
             raise PolicyError(f"spin_us must be >= 0, got {spin_us!r}")
         if boost not in BOOSTS:

@@ -234,7 +234,7 @@ def test_controller_daemon_unreachable_agent_is_one_line(
         (["--policy", "dcs", "--mpl", "2", "--param", "mpl=3"], "both given"),
         (["--policy", "batch", "--mpl", "5"], "its MPL is 1, got 5"),
         (["--policy", "cc-b", "--boost", "nice"], "boost: expected one of weight, freeze"),
-        (["--policy", "cc-b", "--tick-ms", "0"], "tick_ms must be > 0"),
+        (["--policy", "cc-b", "--tick-ms", "0"], "tick_ms must be in 1..1000 ms"),
         (["--policy", "cc-s", "--spin-us", "-1"], "spin_us must be >= 0"),
     ],
 )  # fmt: skip
