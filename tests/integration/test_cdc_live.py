@@ -56,15 +56,20 @@ def test_two_jobs_share_two_nodes_under_dcs_mpl_2(live: Live) -> None:
     status = live.req("status")
     assert status["policy"] == "dcs" and status["mpl"] == 2 and status["scheme"] == "dcs"
     assert status["local_policy"] == {"n0": "dcs", "n1": "dcs"}, status["local_policy"]
-    argv = _synthetic(40)
+    argv = _synthetic(200)  # ~2 s of compute each alone
     ids = [
         live.req("submit", spec={"size": 2, "argv": argv, "name": f"j{i}", "cwd": str(REPO)})[
             "job_id"
         ]
         for i in range(2)
     ]
-    time.sleep(1.0)
-    matrix = live.req("matrix")
+    # Both placed at once, one MPL row each, on both nodes.
+    deadline = time.monotonic() + 5
+    while True:
+        matrix = live.req("matrix")
+        if len(matrix["slots"]) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert matrix["mpl"] == 2 and sorted(matrix["slots"]) == sorted([[ids[0]] * 2, [ids[1]] * 2])
     deadline = time.monotonic() + 40
     while True:
