@@ -5,16 +5,27 @@
     loop N times
         loop G_comp times: null statement          (compute part)
         loop G_IO times: open new file, write B bytes, close   (I/O part)
+        [communication phase: K exchanges, --comm]  (seed 002 Table 2 patterns)
         barrier                                     (through rank 0)
 
 ``G_IO = 0`` makes a compute-bound job, ``G_comp = 0`` an I/O-bound one; the
 paper used G_comp = 2,500,000, G_IO = 20, B = 8,193 and N = 250, and measured
 progress in barriers completed per second.
 
-Run one rank as ``python -m apps.synthetic``. Rank, size and rank 0's address
-and port come from ``COSCHED_RANK``, ``COSCHED_SIZE``, ``COSCHED_RANK0_ADDR``
-and ``COSCHED_PORT`` (set by the agent, docs/controller-api.md); flags
-override them. Without any of them the program runs as a single rank.
+Run one rank as ``python -m apps.synthetic``. Rank, size, the ranks'
+addresses and the port come from ``COSCHED_RANK``, ``COSCHED_SIZE``,
+``COSCHED_PEERS`` (else every rank at ``COSCHED_RANK0_ADDR``) and
+``COSCHED_PORT`` (set by the controller and agent, docs/cdc.md); flags
+override them. Without any of them the program runs as a single rank. All
+communication, the barrier included, goes through the message library
+(apps/mp), so the waiting action, link emulation and NIC registration the
+agent asks for apply, and every receive's message delay is measured.
+
+The communication phase (``--comm``, after the I/O part of each iteration)
+imitates seed 002 Table 2's patterns: ``nn`` exchanges ``--msg-bytes`` with
+both ring neighbours (Isend/Irecv/Wait: BT, SP, CG), ``a2a`` an all-to-all
+of that many bytes per pair (FT, IS), ``allreduce`` a sum over
+``--msg-bytes / 8`` doubles (IS); ``--comm-rounds`` times per iteration.
 
 Choices where the paper is silent (numbers measured on the 2-core
 development VM, CPython 3.11; see ``--calibrate`` for your machine):
@@ -61,12 +72,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from apps.barrier import DEFAULT_CONNECT_TIMEOUT, Barrier, BarrierError
+from apps.mp import Comm, LinkEmu, MPError, WaitMode
+from apps.mp.comm import DEFAULT_CONNECT_TIMEOUT
+
+COMM_PATTERNS = ("none", "nn", "a2a", "allreduce")
 
 # Seed 000 §4.1.1 values.
 PAPER_GCOMP = 2_500_000
@@ -97,6 +111,15 @@ class Config:
     device_latency: float = 0.0
     report: str | None = None
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    comm: str = "none"
+    msg_bytes: int = 8192
+    comm_rounds: int = 1
+    peers: tuple[str, ...] | None = None  # COSCHED_PEERS
+    job: str = ""
+    nic_job: str = ""
+    nic_path: str | None = None
+    wait: WaitMode = field(default_factory=WaitMode)
+    link: LinkEmu | None = None
 
 
 # -- the two phases of Fig. 6 ----------------------------------------------
@@ -245,13 +268,31 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_argument(
         "--rank0-addr", default=None, help="rank 0's address (COSCHED_RANK0_ADDR, else 127.0.0.1)"
     )
-    job.add_argument("--port", type=int, default=None, help="rank 0's barrier port (COSCHED_PORT)")
+    job.add_argument("--port", type=int, default=None, help="the job's port (COSCHED_PORT)")
     job.add_argument(
         "--connect-timeout",
         type=float,
         default=DEFAULT_CONNECT_TIMEOUT,
         metavar="S",
         help="how long ranks wait for each other at start-up (default %(default)s s)",
+    )
+    cm = parser.add_argument_group("communication phase (seed 002 Table 2 patterns)")
+    cm.add_argument(
+        "--comm",
+        choices=COMM_PATTERNS,
+        default="none",
+        help="per iteration: nn = exchange with both ring neighbours, a2a = all-to-all, "
+        "allreduce = sum of --msg-bytes/8 doubles (default none)",
+    )
+    cm.add_argument(
+        "--msg-bytes", type=int, default=8192, metavar="N", help="bytes per message (default 8192)"
+    )
+    cm.add_argument(
+        "--comm-rounds",
+        type=int,
+        default=1,
+        metavar="K",
+        help="exchanges per iteration (default 1)",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--report", default=None, metavar="PATH", help="also write the JSON here")
@@ -301,6 +342,19 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         raise ConfigError(f"--duration must be > 0 seconds, got {args.duration}")
     if args.connect_timeout <= 0:
         raise ConfigError(f"--connect-timeout must be > 0 seconds, got {args.connect_timeout}")
+    if args.msg_bytes < 0 or args.comm_rounds < 0:
+        raise ConfigError("--msg-bytes and --comm-rounds must be >= 0")
+    peers: tuple[str, ...] | None = None
+    raw_peers = env.get("COSCHED_PEERS", "")
+    if raw_peers and args.rank0_addr is None:
+        peers = tuple(p.strip() for p in raw_peers.split(","))
+        if len(peers) != size:
+            raise ConfigError(f"COSCHED_PEERS names {len(peers)} addresses for {size} ranks")
+    try:
+        wait = WaitMode.from_env(env)
+        link = LinkEmu.from_env(env)
+    except MPError as exc:
+        raise ConfigError(str(exc)) from None
     iterations = args.iterations
     if iterations is None and args.duration is None:
         iterations = PAPER_ITERATIONS
@@ -319,31 +373,68 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         device_latency=args.device_latency,
         report=args.report,
         connect_timeout=args.connect_timeout,
+        comm=args.comm,
+        msg_bytes=args.msg_bytes,
+        comm_rounds=args.comm_rounds,
+        peers=peers,
+        job=env.get("COSCHED_JOB", ""),
+        nic_job=env.get("COSCHED_JOB_ID", ""),
+        nic_path=env.get("COSCHED_NIC_SOCK") or None,
+        wait=wait,
+        link=link,
     )
 
 
 # -- running -----------------------------------------------------------------
 
 
-def run(cfg: Config, barrier: Barrier | None = None) -> dict[str, Any]:
+def make_comm(cfg: Config) -> Comm:
+    """The rank's communicator for ``cfg`` (not opened)."""
+    return Comm(
+        cfg.rank,
+        cfg.size,
+        peers=list(cfg.peers) if cfg.peers else [cfg.rank0_addr] * cfg.size,
+        port=cfg.port,
+        job=cfg.job,
+        wait=cfg.wait,
+        link=cfg.link,
+        nic_path=cfg.nic_path,
+        nic_job=cfg.nic_job,
+        connect_timeout=cfg.connect_timeout,
+    )
+
+
+def comm_phase(comm: Comm, pattern: str, nbytes: int, rounds: int) -> None:
+    """``rounds`` exchanges in ``pattern`` (see the module docstring)."""
+    if pattern == "none" or comm.size == 1:
+        return
+    data = bytes(nbytes)
+    for _ in range(rounds):
+        if pattern == "nn":
+            left, right = (comm.rank - 1) % comm.size, (comm.rank + 1) % comm.size
+            peers = [left] if left == right else [left, right]
+            recvs = [comm.irecv(p, 1) for p in peers]
+            sends = [comm.isend(p, data, 1) for p in peers]
+            comm.waitall(recvs + sends)
+        elif pattern == "a2a":
+            comm.alltoall([data] * comm.size)
+        elif pattern == "allreduce":
+            comm.allreduce([1.0] * max(1, nbytes // 8))
+
+
+def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
     """Run one rank to completion and return its result record.
 
-    ``barrier`` may be passed already listening (tests pick port 0 that way);
+    ``comm`` may be passed already listening (tests pick port 0 that way);
     otherwise one is built from ``cfg``.
     """
-    own = barrier is None
-    if barrier is None:
-        barrier = Barrier(
-            rank=cfg.rank,
-            size=cfg.size,
-            addr=cfg.rank0_addr,
-            port=cfg.port,
-            connect_timeout=cfg.connect_timeout,
-        )
+    own = comm is None
+    if comm is None:
+        comm = make_comm(cfg)
     payload = bytes(range(256)) * (cfg.nbytes // 256) + bytes(cfg.nbytes % 256)
     workdir = Path(tempfile.mkdtemp(prefix=f"cosched-synthetic-r{cfg.rank}-", dir=cfg.directory))
     try:
-        barrier.open()
+        comm.open()
         # Timing starts once the job is connected: start-up skew between ranks
         # is not the program's progress.
         wall0, cpu0 = time.monotonic(), time.process_time()
@@ -351,21 +442,24 @@ def run(cfg: Config, barrier: Barrier | None = None) -> dict[str, Any]:
         while cfg.iterations is None or done < cfg.iterations:
             compute(cfg.gcomp)
             io_phase(workdir, f"b{done}", cfg.gio, payload, cfg.fsync, cfg.device_latency)
+            comm_phase(comm, cfg.comm, cfg.msg_bytes, cfg.comm_rounds)
             want_stop = cfg.duration is not None and time.monotonic() - wall0 >= cfg.duration
-            stop = barrier.wait(stop=want_stop)
+            stop = comm.barrier(stop=want_stop)
             done += 1
             if stop:
                 break
         seconds = time.monotonic() - wall0
         cpu = time.process_time() - cpu0
+        report = comm.report()
     finally:
         if own:
-            barrier.close()
+            comm.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return {
         "rank": cfg.rank,
         "size": cfg.size,
         "job": os.environ.get("COSCHED_JOB"),
+        "scheme": os.environ.get("COSCHED_SCHEME"),
         "barriers": done,
         "seconds": round(seconds, 6),
         "barriers_per_second": round(done / seconds, 6) if seconds > 0 else 0.0,
@@ -379,7 +473,11 @@ def run(cfg: Config, barrier: Barrier | None = None) -> dict[str, Any]:
             "device_latency": cfg.device_latency,
             "iterations": cfg.iterations,
             "duration": cfg.duration,
+            "comm": cfg.comm,
+            "msg_bytes": cfg.msg_bytes,
+            "comm_rounds": cfg.comm_rounds,
         },
+        "messages": report,
     }
 
 
@@ -441,8 +539,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         result = run(cfg)
-    except BarrierError as exc:
-        print(f"synthetic: {exc}", file=sys.stderr)
+    except MPError as exc:
+        print(f"synthetic: rank {cfg.rank}: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"synthetic: rank {cfg.rank}: I/O failed: {exc}", file=sys.stderr)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from apps.barrier import Barrier, BarrierError
 from apps.synthetic import (
     PAPER_BYTES,
     PAPER_GCOMP,
@@ -23,153 +22,6 @@ from apps.synthetic import (
     main,
     run,
 )
-
-
-def _peers(
-    port: int,
-    size: int,
-    rounds: int,
-    out: dict[int, list[bool]],
-    errors: list[str],
-    ranks: list[int] | None = None,
-) -> list[threading.Thread]:
-    def rank_main(rank: int) -> None:
-        try:
-            with Barrier(rank=rank, size=size, port=port, connect_timeout=10) as b:
-                out[rank] = [b.wait() for _ in range(rounds)]
-        except BarrierError as exc:
-            errors.append(str(exc))
-
-    return [threading.Thread(target=rank_main, args=(r,)) for r in (ranks or range(1, size))]
-
-
-def test_three_ranks_pass_barriers_and_agree_on_stop() -> None:
-    root = Barrier(rank=0, size=3, port=0, connect_timeout=10)
-    root.listen()
-    out: dict[int, list[bool]] = {}
-    errors: list[str] = []
-    threads = _peers(root.port, 3, 4, out, errors)
-    for t in threads:
-        t.start()
-    with root:
-        decided = [root.wait(stop=(k == 3)) for k in range(4)]
-    for t in threads:
-        t.join(10)
-    assert not errors
-    assert decided == [False, False, False, True]
-    assert out == {1: decided, 2: decided}
-    assert root.count == 4
-
-
-def test_barrier_really_waits_for_the_slowest_rank() -> None:
-    root = Barrier(rank=0, size=2, port=0, connect_timeout=10)
-    root.listen()
-    released = threading.Event()
-    arrived = threading.Event()
-
-    def late_peer() -> None:
-        with Barrier(rank=1, size=2, port=root.port, connect_timeout=10) as b:
-            arrived.wait(10)
-            assert not released.is_set()  # rank 0 is still blocked in wait()
-            b.wait()
-
-    t = threading.Thread(target=late_peer)
-    t.start()
-    with root:
-        arrived.set()
-        root.wait()
-        released.set()
-    t.join(10)
-
-
-def test_peer_started_before_rank_0_retries_until_it_listens() -> None:
-    with socket.socket() as s:  # a port that is free now, taken later by rank 0
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    out: dict[int, list[bool]] = {}
-    errors: list[str] = []
-    threads = _peers(port, 2, 2, out, errors)
-    threads[0].start()
-    threading.Event().wait(0.3)
-    with Barrier(rank=0, size=2, port=port, connect_timeout=10) as root:
-        root.wait()
-        root.wait()
-    threads[0].join(10)
-    assert not errors and out == {1: [False, False]}
-
-
-def test_missing_rank_is_a_clear_error_after_the_timeout() -> None:
-    root = Barrier(rank=0, size=3, port=0, connect_timeout=0.5)
-    root.listen()
-    out: dict[int, list[bool]] = {}
-    errors: list[str] = []
-    threads = _peers(root.port, 3, 0, out, errors, ranks=[1])  # rank 2 never shows up
-    for t in threads:
-        t.start()
-    with pytest.raises(BarrierError, match=r"ranks \[2\] did not connect within 0.5 s"):
-        root.open()
-    root.close()
-    for t in threads:
-        t.join(10)
-
-
-def test_unreachable_rank_0_is_a_clear_error() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    b = Barrier(rank=1, size=2, port=port, connect_timeout=0.3)
-    with pytest.raises(
-        BarrierError, match=r"cannot reach rank 0 at 127\.0\.0\.1:.*is rank 0 running"
-    ):
-        b.open()
-
-
-def test_size_mismatch_is_refused_with_the_reason() -> None:
-    root = Barrier(rank=0, size=2, port=0, connect_timeout=1.0)
-    root.listen()
-    errors: list[str] = []
-
-    def wrong() -> None:
-        try:
-            Barrier(rank=1, size=3, port=root.port, connect_timeout=5).open()
-        except BarrierError as exc:
-            errors.append(str(exc))
-
-    t = threading.Thread(target=wrong)
-    t.start()
-    with pytest.raises(BarrierError, match="did not connect"):
-        root.open()
-    t.join(10)
-    root.close()
-    assert errors and "size mismatch: rank 0 has size 2, rank 1 says 3" in errors[0]
-
-
-def test_peer_dying_inside_a_barrier_names_the_rank() -> None:
-    root = Barrier(rank=0, size=2, port=0, connect_timeout=10)
-    root.listen()
-
-    def dies() -> None:
-        b = Barrier(rank=1, size=2, port=root.port, connect_timeout=10).open()
-        b.close()
-
-    t = threading.Thread(target=dies)
-    t.start()
-    with root, pytest.raises(BarrierError, match="barrier 0: rank 1: connection closed"):
-        root.wait()
-    t.join(10)
-
-
-def test_bad_rank_and_size_are_refused() -> None:
-    with pytest.raises(BarrierError, match=r"outside 0\.\.1"):
-        Barrier(rank=2, size=2, port=1)
-    with pytest.raises(BarrierError, match="COSCHED_PORT"):
-        Barrier(rank=1, size=2, port=0)
-
-
-def test_single_rank_barrier_needs_no_network() -> None:
-    with Barrier(rank=0, size=1) as b:
-        assert b.wait() is False and b.wait(stop=True) is True
-    assert b.count == 2
 
 
 # -- program ----------------------------------------------------------------
@@ -286,6 +138,44 @@ def test_emulated_device_blocks_without_cpu() -> None:
     assert res["seconds"] >= 6 * 10 * 0.005
     assert res["cpu_ratio"] < 0.3
     assert res["params"]["device_latency"] == 0.005
+
+
+def test_ranks_communicate_through_the_library_and_agree_on_stop() -> None:
+    port = _free_port()
+    out: dict[int, dict[str, object]] = {}
+
+    def rank(r: int) -> None:
+        env = {"COSCHED_RANK": str(r), "COSCHED_SIZE": "3", "COSCHED_PORT": str(port)}
+        argv = ["--duration", "0.2", "--gcomp", "2000", "--comm", "nn", "--msg-bytes", "100"]
+        out[r] = run(_cfg(argv, env))
+
+    ts = [threading.Thread(target=rank, args=(r,)) for r in (2, 0, 1)]  # any start order
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    counts = {r: res["barriers"] for r, res in out.items()}
+    assert len(counts) == 3 and len(set(counts.values())) == 1  # the same barrier stops all
+    msgs = out[1]["messages"]
+    assert isinstance(msgs, dict)
+    # each iteration: 2 neighbour messages + the barrier's arrive and release
+    assert msgs["messages_received"] == 3 * counts[1]
+    assert msgs["md_count"] == msgs["messages_received"]
+
+
+def test_comm_flags_are_checked() -> None:
+    with pytest.raises(ConfigError, match="--msg-bytes and --comm-rounds must be >= 0"):
+        _cfg(["--msg-bytes", "-1"], {})
+    with pytest.raises(ConfigError, match="COSCHED_PEERS names 1 addresses for 2 ranks"):
+        _cfg([], {"COSCHED_SIZE": "2", "COSCHED_PORT": "7000", "COSCHED_PEERS": "10.0.0.1"})
+    with pytest.raises(ConfigError, match="COSCHED_WAIT"):
+        _cfg([], {"COSCHED_WAIT": "nap"})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def test_negative_device_latency_is_refused() -> None:
