@@ -1,4 +1,4 @@
-"""The synthetic program of seed 000 Fig. 6 and its barrier through rank 0 (unit level)."""
+"""The synthetic program of seed 000 Fig. 6 on the message library (unit level)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from apps.synthetic import (
     main,
     run,
 )
-
 
 # -- program ----------------------------------------------------------------
 
