@@ -59,7 +59,7 @@ class Live:
         self.tcp_port = 0
         self.log = tmp / "controller.log"
 
-    def up(self, cpus_per_node: float | None = 1, cgroup: str = "auto") -> None:
+    def up(self, cpus_per_node: float | None = 1, cgroup: str = "auto", link: str = "gige") -> None:
         from agent.__main__ import read_key
         from testbed.cluster import cluster as cluster_mod
         from testbed.cluster.profiles import parse_profile
@@ -68,7 +68,7 @@ class Live:
         self.st = cluster_mod.up(
             cluster_mod.ClusterConfig(
                 nodes=2,
-                profile=parse_profile("gige"),
+                profile=parse_profile(link),
                 cpus_per_node=cpus_per_node,
                 cgroup=cgroup,
             ),
