@@ -142,6 +142,8 @@ class StreamSpec:
     boost: str
     drain_timeout: float
     quick: Mapping[str, Any] = field(default_factory=dict)
+    # Loads at which every MPL of ``mpls`` runs; elsewhere only the first (None: all loads).
+    mpl_loads: tuple[str, ...] | None = None
 
     # ---- derived ------------------------------------------------------------------
     def size_of(self, paper_size: int) -> int:
@@ -197,7 +199,8 @@ class StreamSpec:
         """(scheme, load, mpl) in run order; batch once per load (its MPL is always 1)."""
         out: list[tuple[str, str, int]] = []
         for load in self.loads:
-            for mpl in self.mpls:
+            sweep = self.mpl_loads is None or load in self.mpl_loads
+            for mpl in self.mpls if sweep else self.mpls[:1]:
                 for scheme in self.schemes:
                     if scheme == "batch":
                         if any(r[0] == "batch" and r[1] == load for r in out):
@@ -470,8 +473,8 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
     w = f"{origin}: [experiment]"
     _check_keys(
         exp,
-        {"name", "kind", "schemes", "loads", "mpls", "jobs", "seed", "job_seconds",
-         "paper_job_seconds", "drain_timeout"},
+        {"name", "kind", "schemes", "loads", "mpls", "mpl_loads", "jobs", "seed",
+         "job_seconds", "paper_job_seconds", "drain_timeout"},
         w,
     )  # fmt: skip
     schemes = tuple(_get(exp, "schemes", list, w, list(SCHEMES)))
@@ -498,6 +501,14 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
         isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 64 for m in mpls
     ):
         raise StreamSpecError(f"{w}.mpls: a list of MPLs in 1..64, e.g. [3, 5]")
+    mpl_loads_raw = exp.get("mpl_loads")
+    mpl_loads: tuple[str, ...] | None = None
+    if mpl_loads_raw is not None:
+        if not isinstance(mpl_loads_raw, list) or any(x not in load_means for x in mpl_loads_raw):
+            raise StreamSpecError(
+                f"{w}.mpl_loads: a list of loads from [loads] ({', '.join(load_means)})"
+            )
+        mpl_loads = tuple(mpl_loads_raw)
     jobs = _get(exp, "jobs", int, w, 30)
     if jobs < 1:
         raise StreamSpecError(f"{w}.jobs: must be >= 1")
@@ -564,6 +575,7 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
         boost=boost,
         drain_timeout=drain,
         quick=dict(quick),
+        mpl_loads=mpl_loads,
     )
     q = spec.quick_version()  # the quick table must name known things too
     for s in q.schemes:

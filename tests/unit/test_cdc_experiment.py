@@ -95,14 +95,17 @@ def test_a_job_runs_the_synthetic_program_with_its_communication_phase() -> None
     assert flags["--msg-bytes"] in ("8", "16", "28672")
     assert flags["--gcomp"] == str(round(10.0 * 1e6 / 100.0))  # compute_ms at 100 ns/iter
     # ~job_seconds alone: compute (1 - comm_share) of it on a node of 0.5 CPU
-    assert int(flags["--iterations"]) == round(8.0 * (1 - 0.46) * 0.5 * 1000 / 10.0)
+    want = round(s.job_seconds * (1 - 0.46) * 0.5 * 1000 / 10.0)
+    assert int(flags["--iterations"]) == want
 
 
 def test_runs_and_the_quick_version() -> None:
     s = spec()
     runs = s.runs()
-    assert len(runs) == 2 * (8 * 2 + 1)  # batch once per load: its MPL is 1
-    assert ("batch", "heavy", 1) in runs and ("cc-b", "light", 3) in runs
+    # batch once per load (its MPL is 1); MPL 3 only at the loads of mpl_loads (heavy)
+    assert len(runs) == (8 * 2 + 1) + (8 + 1)
+    assert ("batch", "heavy", 1) in runs and ("cc-b", "heavy", 3) in runs
+    assert ("cc-b", "light", 3) not in runs and ("cc-b", "light", 5) in runs
     q = s.quick_version()
     assert set(q.schemes) == set(SCHEMES) and q.loads == ("heavy",) and q.mpls == (5,)
     assert len(q.runs()) == 9 and q.jobs <= 5 and q.job_seconds <= 2
@@ -117,7 +120,7 @@ def test_runs_and_the_quick_version() -> None:
         ('{ comm = "nn", bytes = 8, share = 56.5 }', '{ comm = "ring", bytes = 8 }', "ring"),
         ("compute_ms = 10.0", "compute_ms = 0", "compute_ms > 0"),
         ('kind = "job-stream"', 'kind = "stream"', "kind: one of paired, job-stream"),
-        ("jobs = 30 ", "jobs = 30\ncolour = 1 ", "colour: unknown key"),
+        ("jobs = 20 ", "jobs = 20\ncolour = 1 ", "colour: unknown key"),
     ],
 )
 def test_bad_specs_are_one_line(tmp_path: Path, old: str, new: str, words: str) -> None:
@@ -261,3 +264,17 @@ def test_experiment_cli_errors_are_one_line(argv: list[str], words: str, capsys:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("cosched: error: ") and words in err and "\n" not in err
+
+
+def test_mpl_loads_limits_the_mpl_sweep_to_some_loads() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from testbed.experiment.streams import load_stream_spec
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / "cdc-policies.toml"
+    spec = load_stream_spec(tomllib.loads(path.read_text()), path)
+    runs = spec.runs()
+    assert {m for s, ld, m in runs if ld == "light" and s != "batch"} == {5}
+    assert {m for s, ld, m in runs if ld == "heavy" and s != "batch"} == {3, 5}
+    assert sum(1 for s, _ld, _m in runs if s == "batch") == 2
