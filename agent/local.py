@@ -46,7 +46,10 @@ log = logging.getLogger("agent.local")
 BOOST_WEIGHT = 10000  # the top of the v2 scale (cpu.shares 102400 on v1)
 GOSSIP_PORT = AGENT_PORT + 2
 ED_WINDOW_S = 0.5  # how often ED is re-measured from /proc/<pid>/schedstat
-BOOSTS = ("weight",)
+BOOSTS = ("weight", "freeze")
+# "freeze": the holder's competitors are frozen while it holds the boost, for at
+# most this many consecutive ticks, then thawed for one tick (nothing starves).
+FREEZE_MAX_TICKS = 5
 
 
 class LocalPolicyError(ValueError):
@@ -123,6 +126,8 @@ class LocalScheduler:
         self.enp = 0
         self.holder: str | None = None
         self.boosted_job: str | None = None
+        self.boost_frozen: set[str] = set()  # jobs frozen by a "freeze" boost (not the controller)
+        self._held_ticks = 0
         self.next_tick = 0.0
         self._epoll_watched = False
         self._ed_prev: dict[int, tuple[int, int]] = {}
@@ -233,6 +238,7 @@ class LocalScheduler:
     def stop(self) -> None:
         self._watch_arrivals(False)
         self._set_holder(None)
+        self._thaw_competitors()  # nothing stays frozen by a boost
         self.scheme = None
         self.cfg = None
 
@@ -302,6 +308,12 @@ class LocalScheduler:
         if self.next_tick <= now:  # late (a busy host): skip, do not catch up in a burst
             self.next_tick = now + self.cfg.tick_s
         self.counters.ticks += 1
+        if self.boost_frozen:
+            self._held_ticks += 1
+            if self._held_ticks > FREEZE_MAX_TICKS:
+                # Bounded: the others run again; the holder keeps only its weight
+                # until the boost moves (a new holder may freeze them again).
+                self._thaw_competitors()
         self._decide(Event.TICK, None)
         if self.counters.ticks % 10 == 0:  # the exporter's copy, ten times a second at 10 ms
             self.refresh_status()
@@ -380,6 +392,37 @@ class LocalScheduler:
             except (CgroupError, OSError) as e:
                 log.warning("boost of job %s: %s", jid, e)
         self.boosted_job = job
+        if self.cfg is not None and self.cfg.boost == "freeze":
+            self._thaw_competitors()
+            if job is not None:
+                self._freeze_competitors(job)
+
+    def _freeze_competitors(self, holder: str) -> None:
+        """The "freeze" boost: stop every other thawed job of the node until the next decision."""
+        others = [
+            j
+            for j in self.agent.jobs.values()
+            if j.job_id != holder and not j.ended and not j.frozen
+        ]
+        try:
+            done = self.agent.driver.freeze_many([j.cgroup for j in others])
+        except (CgroupError, OSError) as e:
+            log.warning("freeze boost: %s", e)
+            done = getattr(e, "done", {})
+        by_cg = {j.cgroup: j.job_id for j in others}
+        self.boost_frozen = {by_cg[c] for c in done if c in by_cg}
+        self._held_ticks = 0
+
+    def _thaw_competitors(self) -> None:
+        if not self.boost_frozen:
+            return
+        jobs = self.agent.jobs
+        cgs = [jobs[j].cgroup for j in self.boost_frozen if j in jobs and not jobs[j].ended]
+        try:
+            self.agent.driver.thaw_many(cgs)
+        except (CgroupError, OSError) as e:
+            log.error("freeze boost: cannot thaw %s: %s", cgs, e)
+        self.boost_frozen = set()
 
     # ---- NIC callbacks -----------------------------------------------------------
     def _authorize(self, job_id: str, pid: int) -> str | None:

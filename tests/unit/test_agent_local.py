@@ -375,3 +375,43 @@ def test_exporter_shows_bcr_counters_and_md_histogram(agent: Agent) -> None:
     assert 'cosched_message_delay_seconds_bucket{le="0.001",node="u0",policy="pb"} 0.0' in text
     assert f"cosched_message_delay_seconds_count{lab} 2.0" in text
     assert f"cosched_message_delay_seconds_sum{lab} 0.004" in text
+
+
+def test_freeze_boost_stops_competitors_for_a_bounded_time_and_thaws_them(agent: Agent) -> None:
+    from agent.local import FREEZE_MAX_TICKS
+
+    agent.local.configure(LocalConfig.from_request({"scheme": "dcs", "boost": "freeze"}))
+    agent.local.next_tick = float("inf")
+    r = Rank(agent, "1")
+    try:
+        r.data_far.send(b"x")
+        pump(agent)
+        assert weight(agent, "1") == BOOST_WEIGHT
+        assert agent.local.boost_frozen == {"2"}
+        assert not agent.driver.is_thawed(agent.jobs["2"].cgroup)
+        assert agent.jobs["2"].frozen is False  # the controller's view is untouched
+        # still pending: the freeze holds, but never more than FREEZE_MAX_TICKS ticks
+        for _ in range(FREEZE_MAX_TICKS):
+            agent.local.next_tick = 0.0
+            pump(agent, 1)
+        assert agent.local.boost_frozen == {"2"}
+        agent.local.next_tick = 0.0
+        pump(agent, 1)
+        assert agent.local.boost_frozen == set()
+        assert agent.driver.is_thawed(agent.jobs["2"].cgroup)
+        assert weight(agent, "1") == BOOST_WEIGHT  # the holder keeps its weight
+        r.data.recv(10)  # consumed
+        agent.local.next_tick = 0.0
+        pump(agent, 1)
+        assert agent.local.boost_frozen == set()
+        assert agent.driver.is_thawed(agent.jobs["2"].cgroup)
+        # and a scheme change never leaves a job frozen
+        agent.local.next_tick = 0.0
+        pump(agent, 1)  # drained sockets are re-armed at a tick
+        r.data_far.send(b"y")
+        pump(agent)
+        assert agent.local.boost_frozen == {"2"}
+        agent.local.configure(LocalConfig.from_request({"scheme": "none"}))
+        assert agent.driver.is_thawed(agent.jobs["2"].cgroup)
+    finally:
+        r.close()
