@@ -1,7 +1,11 @@
 """The NIC API between the message library (apps/mp) and its agent (docs/cdc.md).
 
-Shared by both sides and free of any other agent import, so the library can
-use it without pulling in the daemon. Two shared pages:
+Seed 002 §4.2 (Fig. 4) has each process register its receive completion
+queue with the kernel so that the NIC firmware and the local scheduler see
+its messages; here the library registers a shared memory page and its data
+sockets with the node's agent. This module is shared by both sides and free
+of any other agent import, so the library can use it without pulling in the
+daemon. Two shared pages:
 
 * the rank's **state page** (written by the library, read by the agent):
   wait state, collective flag, unexpected-queue length, consumed count and
@@ -12,6 +16,7 @@ use it without pulling in the daemon. Two shared pages:
 
 from __future__ import annotations
 
+import bisect
 import math
 import struct
 from dataclasses import dataclass
@@ -55,7 +60,8 @@ OFF_CONSUMED = 24
 OFF_MD_COUNT = 32
 OFF_MD_SUM = 40
 OFF_MD_BUCKETS = 48
-STATE_SIZE = 4096  # one page; the fields use OFF_MD_BUCKETS + 8 * 16 = 176 bytes
+STATE_FIELDS_END = OFF_MD_BUCKETS + 8 * len(MD_BUCKETS_S)  # 176: bytes the fields use
+STATE_SIZE = 4096  # one page
 
 ERL_PAGE_SIZE = 8
 _ERL = struct.Struct("<q")
@@ -99,12 +105,36 @@ def read_flags(buf: Any) -> tuple[int, int, int]:
     return int(wait), int(coll), int(unexpected)
 
 
+# -- writers (the library's side; the agent only reads) ------------------------------------
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_U64X2 = struct.Struct("<QQ")
+
+
+def write_wait(buf: Any, state: int) -> None:
+    """Wait state: WAIT_COMPUTING, WAIT_SPINNING or WAIT_BLOCKED."""
+    _U32.pack_into(buf, OFF_WAIT, state)
+
+
+def write_collective(buf: Any, on: bool) -> None:
+    _U32.pack_into(buf, OFF_IN_COLLECTIVE, 1 if on else 0)
+
+
+def write_unexpected(buf: Any, n: int) -> None:
+    _U64.pack_into(buf, OFF_UNEXPECTED, n)
+
+
+def write_receive(buf: Any, consumed: int, md_count: int, md_sum_ns: int, bucket: int) -> None:
+    """One completed receive: the consumed and MD totals, and one more in ``bucket``."""
+    _U64.pack_into(buf, OFF_CONSUMED, consumed)
+    _U64X2.pack_into(buf, OFF_MD_COUNT, md_count, md_sum_ns)
+    off = OFF_MD_BUCKETS + 8 * bucket
+    _U64.pack_into(buf, off, _U64.unpack_from(buf, off)[0] + 1)
+
+
 def md_bucket(seconds: float) -> int:
-    """Index of the histogram bucket a delay falls into."""
-    for i, bound in enumerate(MD_BUCKETS_S):
-        if seconds <= bound:
-            return i
-    return len(MD_BUCKETS_S) - 1
+    """Index of the histogram bucket a delay falls into (the first bound >= ``seconds``)."""
+    return min(bisect.bisect_left(MD_BUCKETS_S, seconds), len(MD_BUCKETS_S) - 1)
 
 
 def write_erl(buf: Any, erl_us: int) -> None:

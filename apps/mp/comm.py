@@ -1,23 +1,25 @@
 """One rank's communicator: full-mesh TCP over the data network, point to point.
 
-Seed 002 §4.1 puts a user-level library between the program and the NIC; this
-is ours. Ranks learn everything from the launcher's environment (docs/cdc.md:
-COSCHED_RANK, _SIZE, _PEERS, _PORT, COSCHED_JOB) and open one connection to
-every other rank at start: rank *r* listens on its own data address, connects
-to every lower rank and accepts every higher one, each side sending a HELLO
-frame (rank, job size, job id) that the other checks.
+Seed 002 §4.1 puts a user-level message layer (GM) between the program and
+the NIC; this is ours. Ranks learn everything from the launcher's environment
+(docs/cdc.md: COSCHED_RANK, _SIZE, _PEERS, _PORT, COSCHED_JOB) and open one
+connection to every other rank at start: rank *r* listens on its own data
+address, connects to every lower rank (retrying refused connects until the
+connect timeout) and accepts every higher one, each side sending a HELLO frame
+(rank, job size, job id) that the other checks.
 
-After that all sockets are non-blocking and one progress engine serves every
-call: it reads whatever the kernel has on any socket, cuts frames, matches
-them to posted receives by (source, tag) in arrival order -- so messages from
-one sender with one tag are received in the order they were sent -- and keeps
-the rest in an unexpected queue; it writes what sends could not finish. How a
-caller waits for an incomplete request is the waiting action (apps/mp/wait.py).
+After that all sockets are non-blocking (TCP_NODELAY) and one progress engine
+serves every call: it reads whatever the kernel has on any socket into the
+connection's preallocated buffer, cuts frames, matches them to posted
+receives by (source, tag) in arrival order -- so messages from one sender
+with one tag are received in the order they were sent -- and keeps the rest
+in an unexpected queue; it writes what sends could not finish. How a caller
+waits for an incomplete request is the waiting action (apps/mp/wait.py,
+seed 002 Table 1); what it waited is the message delay (apps/mp/stats.py).
 
-Message delay (MD, seed 002 §5.3): for every completed receive, the time from
-the start of the wait that needed it to the moment it was complete (0 when it
-was complete before anyone waited), recorded in the state page the agent
-exports (docs/cdc.md).
+Tags: user tags are 0 .. 2**31 - 1; ``ANY_TAG`` matches any of them but
+never a collective's (negative) tag, so a wildcard receive cannot steal a
+barrier message.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import select
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,20 +41,29 @@ from apps.mp import frame
 from apps.mp.errors import MPError
 from apps.mp.linkemu import LinkEmu
 from apps.mp.nic import NicClient, StatePage
+from apps.mp.stats import Stats
 from apps.mp.wait import WaitMode
 
 ANY_SOURCE = -1
 ANY_TAG = -(1 << 31)  # user tags are >= 0; collectives use small negative tags
+MAX_TAG = (1 << 31) - 1
 DEFAULT_CONNECT_TIMEOUT = 60.0
-_RBUF = 256 * 1024
-_POLLIN = select.POLLIN | select.POLLPRI
-_POLLERR = select.POLLERR | select.POLLHUP | select.POLLNVAL
-_RETRY = 0.05
-_HELLO_SIZE_LIMIT = 256
+_RBUF = 256 * 1024  # per-connection receive buffer; bigger messages get their own
+_COMPACT = 64 * 1024  # move the unparsed tail to the front when less room is left
+_POLLIN = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
+_RETRY = 0.05  # s between connect attempts to a rank that is not listening yet
+_HELLO_SIZE_LIMIT = 256  # bytes of job id in a HELLO
+
+Payload = bytes | bytearray | memoryview
 
 
 class Request:
-    """A pending send or receive; ``data`` is the received payload once done."""
+    """A pending send or receive.
+
+    Once ``done``: a receive's ``data`` is the payload, ``source`` and
+    ``recv_tag`` say whom it came from and with which tag (useful after
+    ``ANY_SOURCE`` / ``ANY_TAG``).
+    """
 
     __slots__ = ("data", "done", "done_ns", "is_recv", "md", "peer", "recv_tag", "source", "tag")
 
@@ -74,38 +85,34 @@ class Request:
             self.source, self.recv_tag = source, tag
         self.done_ns = time.perf_counter_ns()
 
+    def __repr__(self) -> str:
+        kind = "recv" if self.is_recv else "send"
+        return f"<Request {kind} peer={self.peer} tag={self.tag} done={self.done}>"
+
 
 @dataclass
 class _Conn:
+    """One data connection and its receive and send state."""
+
     peer: int
     addr: str
     sock: socket.socket
     fd: int
     rbuf: bytearray = field(default_factory=lambda: bytearray(_RBUF))
-    rstart: int = 0
-    rend: int = 0
+    rview: memoryview = field(init=False)
+    rstart: int = 0  # first unparsed byte
+    rend: int = 0  # end of the bytes read
     cur: frame.Header | None = None  # large payload being read straight into ``big``
     big: bytearray | None = None
     got: int = 0
     out: deque[tuple[list[memoryview], Request]] = field(default_factory=deque)
-    held: deque[tuple[int, frame.Header, bytes]] = field(default_factory=deque)
+    held: deque[tuple[int, int, bytes]] = field(default_factory=deque)  # (due_ns, tag, data)
     last_due: int = 0
     closed: bool = False
     close_reason: str = ""
 
-
-@dataclass
-class Stats:
-    sent: int = 0
-    sent_bytes: int = 0
-    received: int = 0
-    received_bytes: int = 0
-    md_ns: list[int] = field(default_factory=list)
-    erl_count: int = 0
-    erl_sum_us: int = 0
-    erl_max_us: int = 0
-
-    MAX_SAMPLES = 200_000
+    def __post_init__(self) -> None:
+        self.rview = memoryview(self.rbuf)
 
 
 def _port_of(peers: Sequence[str], port: int, rank: int) -> int:
@@ -114,7 +121,12 @@ def _port_of(peers: Sequence[str], port: int, rank: int) -> int:
 
 
 class Comm:
-    """One rank of a job. Use as a context manager, or ``open()`` then ``close()``."""
+    """One rank of a job. Use as a context manager, or ``open()`` then ``close()``.
+
+    ``peers[r]`` is rank r's data address (default: everyone on 127.0.0.1);
+    rank r listens on ``port`` + the number of lower ranks at the same address.
+    ``listener`` is an already bound and listening socket for this rank (tests).
+    """
 
     def __init__(
         self,
@@ -147,7 +159,8 @@ class Comm:
         self.nic_path = nic_path
         self.nic_job = nic_job or job
         self.connect_timeout = connect_timeout
-        self.rng = random.Random(seed if seed is not None else (rank * 7919 + os.getpid()))
+        # The link emulation's RNG: reproducible per job and rank unless a seed is given.
+        self.rng = random.Random(seed if seed is not None else f"{job}:{rank}")
         self._listener = listener
         self._conns: list[_Conn | None] = [None] * size
         self._by_fd: dict[int, _Conn] = {}
@@ -155,19 +168,26 @@ class Comm:
         self._posted: list[Request] = []
         self._unexpected: deque[tuple[int, int, bytes]] = deque()
         self._held = 0
+        self._lost = False
         self.page = StatePage()
         self.nic: NicClient | None = None
-        self.stats = Stats()
+        self.stats = Stats(page=self.page.mem)
         self._opened = False
         self._in_collective = 0
+        self._where = ""  # the collective being run, for error messages
+        self._coll_count: dict[str, int] = {}
 
     # ---- construction from the launcher's environment -----------------------------
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Comm:
-        """Rank, size, peers, port, waiting actions, link emulation and NIC from COSCHED_*."""
+        """Rank, size, peers, port, waiting actions, link emulation and NIC from COSCHED_*.
+
+        Without COSCHED_PEERS every rank is at COSCHED_RANK0_ADDR (one host, the
+        older launchers), else 127.0.0.1; keyword arguments override.
+        """
         env = os.environ if env is None else env
 
-        def num(name: str, default: int | None = None) -> int | None:
+        def num(name: str, default: int) -> int:
             raw = env.get(name)
             if raw is None or raw == "":
                 return default
@@ -176,18 +196,18 @@ class Comm:
             except ValueError:
                 raise MPError(f"environment {name}={raw!r} is not an integer") from None
 
-        size = num("COSCHED_SIZE", 1) or 1
-        rank = num("COSCHED_RANK", 0) or 0
+        size = num("COSCHED_SIZE", 1)
+        rank = num("COSCHED_RANK", 0)
         peers_raw = env.get("COSCHED_PEERS", "")
         if peers_raw:
             peers = [p.strip() for p in peers_raw.split(",")]
         else:
-            peers = [env.get("COSCHED_RANK0_ADDR", "127.0.0.1")] * size
+            peers = [env.get("COSCHED_RANK0_ADDR") or "127.0.0.1"] * max(1, size)
         kw: dict[str, Any] = dict(
             rank=rank,
             size=size,
             peers=peers,
-            port=num("COSCHED_PORT", 0) or 0,
+            port=num("COSCHED_PORT", 0),
             job=env.get("COSCHED_JOB", ""),
             wait=WaitMode.from_env(env),
             link=LinkEmu.from_env(env),
@@ -206,7 +226,7 @@ class Comm:
         self.close()
 
     def listen(self) -> socket.socket:
-        """Bind this rank's listening socket now (tests read the port from it)."""
+        """Bind this rank's listening socket now (before ``open``)."""
         if self._listener is None:
             lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -221,20 +241,30 @@ class Comm:
         return self._listener
 
     def open(self) -> Comm:
+        """Connect the full mesh (HELLO checks), then register with the agent if asked."""
         if self._opened:
             return self
         if self.size > 1:
             deadline = time.monotonic() + self.connect_timeout
-            lst = self.listen()
+            # The highest rank accepts nobody: it needs no listening socket.
+            lst = self.listen() if self.rank < self.size - 1 else self._listener
             try:
                 for j in range(self.rank):
                     self._connect(j, deadline)
-                self._accept_all(lst, deadline)
+                if lst is not None:
+                    self._accept_all(lst, deadline)
+            except MPError as e:
+                self._close_sockets()
+                msg = str(e)
+                if not msg.startswith(f"rank {self.rank}: "):
+                    raise MPError(f"rank {self.rank}: {msg}") from None
+                raise
             except BaseException:
                 self._close_sockets()
                 raise
             finally:
-                lst.close()
+                if lst is not None:
+                    lst.close()
                 self._listener = None
             for c in self._conns:
                 if c is not None:
@@ -247,6 +277,7 @@ class Comm:
         return self
 
     def close(self) -> None:
+        """Close the connections and the NIC registration. Complete your sends first."""
         if self.nic is not None:
             self.nic.close()
             self.nic = None
@@ -255,6 +286,8 @@ class Comm:
             self._listener.close()
             self._listener = None
         self._opened = False
+        self.stats.page = None
+        self.page.close()
 
     def _close_sockets(self) -> None:
         for c in self._conns:
@@ -271,21 +304,24 @@ class Comm:
     def _read_hello(self, sock: socket.socket, who: str) -> tuple[int, int, str]:
         head = _recv_exact(sock, frame.HEADER_SIZE, who)
         h = frame.unpack(head, 0, who)
-        if h.kind != frame.HELLO or h.size > _HELLO_SIZE_LIMIT:
-            raise MPError(f"{who}: protocol error, expected HELLO")
+        if h.kind != frame.HELLO:
+            raise MPError(f"bad frame from {who}: kind {h.kind}, expected HELLO ({frame.HELLO})")
+        if h.size > _HELLO_SIZE_LIMIT:
+            raise MPError(f"bad frame from {who}: HELLO size {h.size} > {_HELLO_SIZE_LIMIT}")
         job = _recv_exact(sock, h.size, who).decode(errors="replace")
         return h.src, h.tag, job
 
-    def _check_hello(self, src: int, size: int, job: str, who: str) -> None:
+    def _check_hello(self, size: int, job: str, who: str) -> None:
         if size != self.size:
-            raise MPError(f"{who}: job size mismatch (it has {size}, this rank {self.size})")
+            raise MPError(
+                f"rank {self.rank}: {who}: job size mismatch (it has {size}, this rank {self.size})"
+            )
         if job != self.job:
-            raise MPError(f"{who}: belongs to job {job!r}, not {self.job!r}")
+            raise MPError(f"rank {self.rank}: {who}: belongs to job {job!r}, not {self.job!r}")
 
     def _connect(self, j: int, deadline: float) -> None:
         addr, port = self.peers[j], _port_of(self.peers, self.port, j)
         who = f"rank {j} at {addr}:{port}"
-        last: OSError | None = None
         while True:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.settimeout(max(0.1, deadline - time.monotonic()))
@@ -294,11 +330,10 @@ class Comm:
                 break
             except OSError as e:
                 s.close()
-                last = e
                 if time.monotonic() + _RETRY > deadline:
                     raise MPError(
                         f"rank {self.rank}: cannot reach {who} within "
-                        f"{self.connect_timeout:g} s ({last}); is rank {j} running?"
+                        f"{self.connect_timeout:g} s ({e}); is rank {j} running?"
                     ) from None
                 time.sleep(_RETRY)
         try:
@@ -306,8 +341,8 @@ class Comm:
             s.sendall(self._hello())
             src, size, job = self._read_hello(s, who)
             if src != j:
-                raise MPError(f"{who}: answered as rank {src}")
-            self._check_hello(src, size, job, who)
+                raise MPError(f"rank {self.rank}: {who} answered as rank {src}")
+            self._check_hello(size, job, who)
         except (OSError, MPError) as e:
             s.close()
             if isinstance(e, MPError):
@@ -338,7 +373,7 @@ class Comm:
                     raise MPError(f"{who}: unexpected (duplicate rank or out of range)")
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 s.sendall(self._hello())  # first, so a mismatched peer learns why too
-                self._check_hello(src, size, job, who)
+                self._check_hello(size, job, who)
             except MPError as e:
                 s.close()
                 if "mismatch" in str(e) or "belongs to" in str(e):
@@ -356,49 +391,38 @@ class Comm:
         self._by_fd[c.fd] = c
 
     # ---- point to point ----------------------------------------------------------------
-    def isend(self, dest: int, data: bytes | bytearray | memoryview, tag: int = 0) -> Request:
-        self._check_peer(dest, "send to")
-        req = Request(False, dest, tag)
-        payload = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-        n = len(payload)
-        if n > frame.MAX_SIZE:
-            raise MPError(f"rank {self.rank}: message of {n} bytes exceeds {frame.MAX_SIZE}")
-        self.stats.sent += 1
-        self.stats.sent_bytes += n
-        if dest == self.rank:
-            self._deliver(self.rank, tag, bytes(payload))
-            req._complete()
-            return req
-        c = self._conns[dest]
-        assert c is not None
-        if c.closed:
-            raise MPError(self._lost_msg(c))
-        erl = self.nic.erl_us() if self.nic is not None else 0
-        head = frame.pack(frame.DATA, self.rank, tag, n, time.time_ns(), erl)
-        parts = [memoryview(head), memoryview(payload)] if n else [memoryview(head)]
-        if not c.out:
-            parts = self._write(c, parts)
-        if parts:
-            c.out.append((parts, req))
-            self._poll.modify(c.fd, _POLLIN | select.POLLOUT)
-        else:
-            req._complete()
-        return req
+    def isend(self, dest: int, data: Payload, tag: int = 0) -> Request:
+        """Start sending ``data`` to ``dest``; do not modify the buffer until it completes."""
+        self._check_tag(tag, "send")
+        return self._isend(dest, data, tag)
 
     def irecv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        if source != ANY_SOURCE:
-            self._check_peer(source, "receive from")
-        req = Request(True, source, tag)
-        for i, (src, t, data) in enumerate(self._unexpected):
-            if (source == ANY_SOURCE or src == source) and (tag == ANY_TAG or t == tag):
-                del self._unexpected[i]
-                self.page.set_unexpected(len(self._unexpected))
-                req._complete(data, src, t)
-                return req
-        self._posted.append(req)
-        return req
+        """Post a receive; it matches the first message from ``source`` with ``tag``."""
+        if tag != ANY_TAG:
+            self._check_tag(tag, "receive")
+        return self._irecv(source, tag)
+
+    def send(self, dest: int, data: Payload, tag: int = 0) -> None:
+        """Send and wait until the kernel has taken the whole message."""
+        self._check_tag(tag, "send")
+        self.wait(self._isend(dest, data, tag))
+
+    def recv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> bytes:
+        """Wait for the next message from ``source`` with ``tag``; returns its payload."""
+        if tag != ANY_TAG:
+            self._check_tag(tag, "receive")
+        return self._recv(source, tag)
+
+    def sendrecv(self, dest: int, data: Payload, source: int, tag: int = 0) -> bytes:
+        """Send to ``dest`` and receive from ``source`` at once (no deadlock in a ring)."""
+        self._check_tag(tag, "send")
+        r = self._irecv(source, tag)
+        s = self._isend(dest, data, tag)
+        self.waitall([s, r])
+        return r.data
 
     def test(self, req: Request) -> bool:
+        """Make progress without waiting; True if ``req`` is complete."""
         if not req.done:
             self._progress(0)
         if req.done and req.is_recv and not req.md:
@@ -411,34 +435,89 @@ class Comm:
         return req.data
 
     def waitall(self, reqs: Sequence[Request]) -> list[bytes]:
+        """Complete every request; returns the payloads (b"" for sends)."""
         start = time.perf_counter_ns()
-        todo = [r for r in reqs if not r.done]
-        if todo:
-            sending = all(not r.is_recv for r in todo)
-            self._wait_until(lambda: all(r.done for r in todo), todo, sending)
+        if not all(r.done for r in reqs):
+            todo = [r for r in reqs if not r.done]
+            self._wait_until(todo, sending=all(not r.is_recv for r in todo))
         for r in reqs:
             if r.is_recv and not r.md:
                 self._record_md(r, start)
         return [r.data for r in reqs]
 
-    def send(self, dest: int, data: bytes | bytearray | memoryview, tag: int = 0) -> None:
-        self.wait(self.isend(dest, data, tag))
+    # internal versions without the user-tag check (collectives use negative tags)
+    def _isend(self, dest: int, data: Payload, tag: int) -> Request:
+        self._check_peer(dest, "send to")
+        req = Request(False, dest, tag)
+        payload = data if isinstance(data, bytes) else memoryview(data).cast("B")
+        n = len(payload)
+        if n > frame.MAX_SIZE:
+            raise self._err(f"message of {n} bytes to rank {dest} exceeds {frame.MAX_SIZE}")
+        self.stats.on_send(n)
+        if dest == self.rank:
+            self.stats.on_arrival(n, self.nic.erl_us() if self.nic is not None else 0)
+            self._deliver(self.rank, tag, bytes(payload))
+            req._complete()
+            return req
+        c = self._conns[dest]
+        assert c is not None
+        if c.closed:
+            raise self._err(self._lost_msg(c))
+        erl = self.nic.erl_us() if self.nic is not None else 0
+        head = frame.pack(frame.DATA, self.rank, tag, n, time.time_ns(), erl)
+        if c.out:  # earlier sends are still queued: keep the order
+            parts = [memoryview(head), memoryview(payload)] if n else [memoryview(head)]
+        elif n <= 1024:  # small: one copy and one send is cheaper than a gather
+            parts = self._write(c, [memoryview(head + payload)])
+        else:
+            parts = self._write(c, [memoryview(head), memoryview(payload)])
+        if parts:
+            c.out.append((parts, req))
+            self._poll.modify(c.fd, _POLLIN | select.POLLOUT)
+        else:
+            req._complete()
+        return req
 
-    def recv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> bytes:
-        return self.wait(self.irecv(source, tag))
+    def _irecv(self, source: int, tag: int) -> Request:
+        if source != ANY_SOURCE:
+            self._check_peer(source, "receive from")
+        req = Request(True, source, tag)
+        if self._unexpected:
+            for i, (src, t, data) in enumerate(self._unexpected):
+                if (source == ANY_SOURCE or src == source) and (
+                    t == tag or (tag == ANY_TAG and t >= 0)
+                ):
+                    del self._unexpected[i]
+                    self.page.set_unexpected(len(self._unexpected))
+                    req._complete(data, src, t)
+                    return req
+        self._posted.append(req)
+        return req
 
-    def sendrecv(self, dest: int, data: bytes, source: int, tag: int = 0) -> bytes:
-        r = self.irecv(source, tag)
-        s = self.isend(dest, data, tag)
-        self.waitall([s, r])
-        return r.data
+    def _send(self, dest: int, data: Payload, tag: int) -> None:
+        self.wait(self._isend(dest, data, tag))
+
+    def _recv(self, source: int, tag: int) -> bytes:
+        start = time.perf_counter_ns()  # a message already there counts its matching time
+        req = self._irecv(source, tag)
+        if not req.done:
+            self._wait_until([req], sending=False)
+        self._record_md(req, start)
+        return req.data
 
     # ---- collectives (apps/mp/collectives.py) -------------------------------------------
     @contextlib.contextmanager
-    def collective(self) -> Iterator[None]:
-        """Mark a collective phase for the agent (HYBRID boosts during it, seed 002 §2.3.2)."""
+    def collective(self, name: str = "collective") -> Iterator[None]:
+        """Mark a collective phase for the agent (HYBRID boosts during it, seed 002 §2.3.2).
+
+        Nested collectives (allreduce = reduce + bcast) count as the outermost
+        one; errors inside say which, e.g. "rank 0: barrier 12: lost rank 1: ...".
+        """
         self._in_collective += 1
         if self._in_collective == 1:
+            n = self._coll_count.get(name, 0)
+            self._coll_count[name] = n + 1
+            self._where = f"{name} {n}"
             self.page.set_collective(True)
             if self.nic is not None:
                 self.nic.collective(True)
@@ -447,67 +526,89 @@ class Comm:
         finally:
             self._in_collective -= 1
             if self._in_collective == 0:
+                self._where = ""
                 self.page.set_collective(False)
                 if self.nic is not None:
                     self.nic.collective(False)
 
     def barrier(self, stop: bool = False) -> bool:
+        """All ranks wait for each other; returns rank 0's ``stop`` on every rank."""
         from apps.mp import collectives
 
         return collectives.barrier(self, stop)
 
-    def bcast(self, data: bytes, root: int = 0) -> bytes:
+    def bcast(self, data: Payload, root: int = 0) -> bytes:
+        """``root``'s data on every rank (the others' ``data`` is ignored)."""
         from apps.mp import collectives
 
         return collectives.bcast(self, data, root)
 
     def reduce(self, values: Sequence[float], op: str = "sum", root: int = 0) -> list[float] | None:
+        """Element-wise ``op`` (sum, max, min, prod) of every rank's values, at ``root``."""
         from apps.mp import collectives
 
         return collectives.reduce(self, values, op, root)
 
     def allreduce(self, values: Sequence[float], op: str = "sum") -> list[float]:
+        """``reduce`` whose result every rank gets."""
         from apps.mp import collectives
 
         return collectives.allreduce(self, values, op)
 
-    def alltoall(self, blocks: Sequence[bytes]) -> list[bytes]:
+    def alltoall(self, blocks: Sequence[Payload]) -> list[bytes]:
+        """Send ``blocks[j]`` to rank j (one size for all); returns the block from each rank."""
         from apps.mp import collectives
 
         return collectives.alltoall(self, blocks)
 
-    def alltoallv(self, blocks: Sequence[bytes]) -> list[bytes]:
+    def alltoallv(self, blocks: Sequence[Payload]) -> list[bytes]:
+        """``alltoall`` with a size per destination."""
         from apps.mp import collectives
 
         return collectives.alltoallv(self, blocks)
 
     # ---- the progress engine -----------------------------------------------------------
-    def _wait_until(self, done: Callable[[], bool], reqs: Sequence[Request], sending: bool) -> None:
+    def _wait_until(self, reqs: Sequence[Request], sending: bool) -> None:
+        """Make progress until every request in ``reqs`` is done, spinning then blocking."""
         spin_ns = self.mode.spin_ns(sending)
         t0 = time.perf_counter_ns()
         blocked = spin_ns <= 0
-        self.page.set_wait(nicproto.WAIT_BLOCKED if blocked else nicproto.WAIT_SPINNING)
+        page, stats = self.page, self.stats
+        page.set_wait(nicproto.WAIT_BLOCKED if blocked else nicproto.WAIT_SPINNING)
+        if blocked:
+            stats.blocks += 1
+
+        def done() -> bool:
+            return all(r.done for r in reqs)
+
         try:
             self._progress(0)
             while not done():
-                self._check_lost(reqs)
-                if not blocked and time.perf_counter_ns() - t0 >= spin_ns:
-                    blocked = True
-                    self.page.set_wait(nicproto.WAIT_BLOCKED)
+                if self._lost:
+                    self._check_lost(reqs)
                 if blocked:
                     self._progress(self._block_timeout_ms())
-                else:
-                    self._progress(0)
+                    continue
+                stats.spin_polls += 1
+                self._progress(0)
+                if time.perf_counter_ns() - t0 >= spin_ns:
+                    blocked = True
+                    stats.blocks += 1
+                    page.set_wait(nicproto.WAIT_BLOCKED)
         finally:
-            self.page.set_wait(nicproto.WAIT_COMPUTING)
+            page.set_wait(nicproto.WAIT_COMPUTING)
 
     def _block_timeout_ms(self) -> int:
+        """How long a blocked wait may sleep in poll(): until the next held message is due."""
         if not self._held:
             return -1
-        now = time.time_ns()
-        due = min(c.held[0][0] for c in self._conns if c is not None and c.held)
-        # poll() counts in ms: a message due sooner is waited for by spinning.
-        return max(0, (due - now) // 1_000_000)
+        left_ns = min(c.held[0][0] for c in self._conns if c is not None and c.held)
+        left_ns -= time.time_ns()
+        if left_ns >= 1_000_000:
+            return left_ns // 1_000_000  # poll() counts whole ms; the rest is slept below
+        if left_ns > 0:
+            time.sleep(left_ns / 1e9)
+        return 0
 
     def _progress(self, timeout_ms: int) -> None:
         for fd, ev in self._poll.poll(timeout_ms):
@@ -516,7 +617,7 @@ class Comm:
                 continue
             if ev & select.POLLOUT:
                 self._flush(c)
-            if ev & (_POLLIN | _POLLERR):
+            if ev & _POLLIN:
                 self._read(c)
         if self._held:
             self._release_due()
@@ -525,12 +626,12 @@ class Comm:
         """Write what the socket takes; return what is left."""
         while parts:
             try:
-                n = c.sock.sendmsg(parts)
+                n = c.sock.sendmsg(parts) if len(parts) > 1 else c.sock.send(parts[0])
             except (BlockingIOError, InterruptedError):
                 return parts
             except OSError as e:
-                self._mark_lost(c, f"send failed ({e})")
-                raise MPError(self._lost_msg(c)) from None
+                self._mark_lost(c, _why(e, "send"))
+                raise self._err(self._lost_msg(c)) from None
             while n and parts:
                 if n >= len(parts[0]):
                     n -= len(parts[0])
@@ -552,15 +653,16 @@ class Comm:
         self._poll.modify(c.fd, _POLLIN)
 
     def _read(self, c: _Conn) -> None:
+        """Read everything the socket has now; parse whole frames as they complete."""
         sock = c.sock
         while True:
-            if c.big is not None:
+            if c.big is not None:  # the rest of a large payload, straight into its buffer
                 try:
                     n = sock.recv_into(memoryview(c.big)[c.got :])
                 except (BlockingIOError, InterruptedError):
                     return
                 except OSError as e:
-                    self._mark_lost(c, f"receive failed ({e})")
+                    self._mark_lost(c, _why(e, "receive"))
                     return
                 if n == 0:
                     self._mark_lost(c, "connection closed in the middle of a message")
@@ -574,20 +676,20 @@ class Comm:
                 continue
             if c.rstart == c.rend:
                 c.rstart = c.rend = 0
-            elif len(c.rbuf) - c.rend < 65536:
+            elif _RBUF - c.rend < _COMPACT:
                 left = c.rend - c.rstart
-                c.rbuf[:left] = c.rbuf[c.rstart : c.rend]
+                c.rbuf[:left] = c.rbuf[c.rstart : c.rend]  # a copy: the ranges may overlap
                 c.rstart, c.rend = 0, left
-            room = len(c.rbuf) - c.rend
+            room = _RBUF - c.rend
             try:
-                n = sock.recv_into(memoryview(c.rbuf)[c.rend :], room)
+                n = sock.recv_into(c.rview[c.rend :], room)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
-                self._mark_lost(c, f"receive failed ({e})")
+                self._mark_lost(c, _why(e, "receive"))
                 return
             if n == 0:
-                self._mark_lost(c, "connection closed (did the rank exit or crash?)")
+                self._mark_lost(c, "connection closed (did it exit or crash?)")
                 return
             c.rend += n
             self._parse(c)
@@ -595,39 +697,41 @@ class Comm:
                 return  # the socket had less than we could take: it is drained
 
     def _parse(self, c: _Conn) -> None:
-        buf = c.rbuf
-        who = f"rank {c.peer}"
+        buf, view = c.rbuf, c.rview
         while c.rend - c.rstart >= frame.HEADER_SIZE:
-            h = frame.unpack(buf, c.rstart, who)
+            try:
+                h = frame.unpack(buf, c.rstart, f"rank {c.peer}")
+            except MPError as e:
+                self._mark_lost(c, str(e))
+                raise self._err(str(e)) from None
             if h.kind != frame.DATA or h.src != c.peer:
-                raise MPError(
-                    f"bad frame from {who}: kind {h.kind}, src {h.src} on rank {c.peer}'s "
-                    "connection"
+                why = (
+                    f"bad frame from rank {c.peer}: kind {h.kind}, expected DATA ({frame.DATA})"
+                    if h.kind != frame.DATA
+                    else f"bad frame from rank {c.peer}: src {h.src} on rank {c.peer}'s connection"
                 )
+                self._mark_lost(c, why)
+                raise self._err(why)
             body = c.rstart + frame.HEADER_SIZE
             avail = c.rend - body
             if avail >= h.size:
-                payload = bytes(buf[body : body + h.size])
                 c.rstart = body + h.size
-                self._arrived(c, h, payload)
+                self._arrived(c, h, bytes(view[body : c.rstart]))
                 continue
             big = bytearray(h.size)
-            big[:avail] = buf[body : c.rend]
+            big[:avail] = view[body : c.rend]
             c.big, c.cur, c.got = big, h, avail
             c.rstart = c.rend = 0
             return
 
     def _arrived(self, c: _Conn, h: frame.Header, payload: bytes) -> None:
-        st = self.stats
-        st.erl_count += 1
-        st.erl_sum_us += h.erl_us
-        st.erl_max_us = max(st.erl_max_us, h.erl_us)
+        self.stats.on_arrival(h.size, h.erl_us)
         if self.link is not None:
             now = time.time_ns()
             due = self.link.due_ns(h.size, h.send_ns, now, c.last_due, self.rng)
             c.last_due = due
             if due > now or c.held:
-                c.held.append((due, h, payload))
+                c.held.append((due, h.tag, payload))
                 self._held += 1
                 return
         self._deliver(c.peer, h.tag, payload)
@@ -638,15 +742,15 @@ class Comm:
             if c is None:
                 continue
             while c.held and c.held[0][0] <= now:
-                _due, h, payload = c.held.popleft()
+                _due, tag, payload = c.held.popleft()
                 self._held -= 1
-                self._deliver(c.peer, h.tag, payload)
+                self._deliver(c.peer, tag, payload)
 
     def _deliver(self, src: int, tag: int, payload: bytes) -> None:
-        self.stats.received += 1
-        self.stats.received_bytes += len(payload)
         for i, r in enumerate(self._posted):
-            if (r.peer == ANY_SOURCE or r.peer == src) and (r.tag == ANY_TAG or r.tag == tag):
+            if (r.peer == ANY_SOURCE or r.peer == src) and (
+                r.tag == tag or (r.tag == ANY_TAG and tag >= 0)
+            ):
                 del self._posted[i]
                 r._complete(payload, src, tag)
                 return
@@ -655,69 +759,76 @@ class Comm:
 
     def _record_md(self, req: Request, wait_start_ns: int) -> None:
         req.md = True
-        md = max(0, req.done_ns - wait_start_ns)
-        self.page.add_receive(md)
-        if len(self.stats.md_ns) < Stats.MAX_SAMPLES:
-            self.stats.md_ns.append(md)
+        self.stats.on_receive(req.done_ns - wait_start_ns)
 
     # ---- errors --------------------------------------------------------------------------
+    def _err(self, msg: str) -> MPError:
+        """One line: this rank, the collective it is in (if any), what went wrong."""
+        where = f"{self._where}: " if self._where else ""
+        return MPError(f"rank {self.rank}: {where}{msg}")
+
     def _check_peer(self, peer: int, what: str) -> None:
         if not isinstance(peer, int) or not 0 <= peer < self.size:
-            raise MPError(
-                f"rank {self.rank}: cannot {what} rank {peer}: the job has ranks 0..{self.size - 1}"
-            )
+            raise self._err(f"cannot {what} rank {peer}: the job has ranks 0..{self.size - 1}")
         if self.size > 1 and not self._opened:
-            raise MPError(f"rank {self.rank}: the communicator is not open")
+            raise self._err("the communicator is not open (use `with comm:` or comm.open())")
+
+    def _check_tag(self, tag: int, what: str) -> None:
+        if not isinstance(tag, int) or not 0 <= tag <= MAX_TAG:
+            raise self._err(
+                f"cannot {what} with tag {tag}: user tags are 0..{MAX_TAG} "
+                "(negative tags belong to the collectives)"
+            )
 
     def _mark_lost(self, c: _Conn, why: str) -> None:
         if c.closed:
             return
         c.closed, c.close_reason = True, why
+        self._lost = True
         with contextlib.suppress(OSError, KeyError):
             self._poll.unregister(c.fd)
         c.sock.close()
 
     def _lost_msg(self, c: _Conn) -> str:
-        return f"rank {self.rank}: lost rank {c.peer}: {c.close_reason or 'connection closed'}"
+        return f"lost rank {c.peer}: {c.close_reason or 'connection closed'}"
 
     def _check_lost(self, reqs: Sequence[Request]) -> None:
+        """Fail a wait that can never complete because its peer has gone."""
         for r in reqs:
             if r.done:
                 continue
             if r.peer == ANY_SOURCE:
                 live = [c for c in self._conns if c is not None and not c.closed]
                 if self.size > 1 and not live and not self._held:
-                    raise MPError(f"rank {self.rank}: every other rank has gone")
+                    gone = ", ".join(str(c.peer) for c in self._conns if c is not None)
+                    raise self._err(f"every other rank has gone (ranks {gone})")
                 continue
             c = self._conns[r.peer]
             if c is not None and c.closed and not c.held:
-                raise MPError(self._lost_msg(c))
+                raise self._err(self._lost_msg(c))
 
     # ---- report ----------------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
-        st = self.stats
-        md = sorted(st.md_ns)
+        """Message counts, bytes, MD count/mean/p50/p99 (µs), header ERLs seen, settings."""
+        out = self.stats.summary()
+        out.update(
+            {
+                "wait": {
+                    "recv": self.mode.recv,
+                    "send": self.mode.send,
+                    "spin_us": self.mode.spin_us,
+                },
+                "link_emulation": self.link.describe() if self.link is not None else None,
+                "nic": self.nic is not None,
+            }
+        )
+        return out
 
-        def pct(p: float) -> float:
-            return md[min(len(md) - 1, round(p / 100 * (len(md) - 1)))] / 1e3 if md else 0.0
 
-        return {
-            "messages_sent": st.sent,
-            "bytes_sent": st.sent_bytes,
-            "messages_received": st.received,
-            "bytes_received": st.received_bytes,
-            "md_count": self.page.md_count,
-            "md_mean_us": round(self.page.md_sum_ns / self.page.md_count / 1e3, 3)
-            if self.page.md_count
-            else 0.0,
-            "md_p50_us": round(pct(50), 3),
-            "md_p99_us": round(pct(99), 3),
-            "header_erl_mean_us": round(st.erl_sum_us / st.erl_count, 1) if st.erl_count else 0.0,
-            "header_erl_max_us": st.erl_max_us,
-            "wait": {"recv": self.mode.recv, "send": self.mode.send, "spin_us": self.mode.spin_us},
-            "link_emulation": bool(self.link),
-            "nic": self.nic is not None,
-        }
+def _why(e: OSError, what: str) -> str:
+    if e.errno in (errno.ECONNRESET, errno.EPIPE):
+        return "connection reset (did it exit or crash?)"
+    return f"{what} failed ({e.strerror or e})"
 
 
 def _recv_exact(sock: socket.socket, n: int, who: str) -> bytes:

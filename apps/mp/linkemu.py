@@ -70,6 +70,15 @@ class LinkEmu:
     def active(self) -> bool:
         return self.delay_us > 0 or self.jitter_us > 0 or self.loss_pct > 0
 
+    def describe(self) -> dict[str, float]:
+        """The parameters, for reports."""
+        return {
+            "delay_us": self.delay_us,
+            "jitter_us": self.jitter_us,
+            "loss_pct": self.loss_pct,
+            "rate_bps": self.rate_bps,
+        }
+
     def loss_penalty_ns(self, size: int, rng: random.Random) -> int:
         if self.loss_pct <= 0:
             return 0

@@ -18,53 +18,41 @@ import json
 import mmap
 import os
 import socket
-import struct
 import sys
 from collections.abc import Sequence
 
 from agent import nicproto
 
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-_MD = struct.Struct("<QQ")
-
 
 class StatePage:
-    """The library's writable view of its state page (also used without an agent)."""
+    """The rank's state page: a memfd the library writes and the agent maps read-only.
+
+    It exists with or without an agent (the library's counters live in it), and
+    is what registration hands over (``fd``). Layout: agent/nicproto.py.
+    """
 
     def __init__(self) -> None:
         self.fd = os.memfd_create("cosched-rank-state", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, nicproto.STATE_SIZE)
         self.mem = mmap.mmap(self.fd, nicproto.STATE_SIZE)
         nicproto.init_state(self.mem)
-        self.md_count = 0
-        self.md_sum_ns = 0
-        self.consumed = 0
 
     def set_wait(self, state: int) -> None:
-        _U32.pack_into(self.mem, nicproto.OFF_WAIT, state)
+        nicproto.write_wait(self.mem, state)
 
     def set_collective(self, on: bool) -> None:
-        _U32.pack_into(self.mem, nicproto.OFF_IN_COLLECTIVE, 1 if on else 0)
+        nicproto.write_collective(self.mem, on)
 
     def set_unexpected(self, n: int) -> None:
-        _U64.pack_into(self.mem, nicproto.OFF_UNEXPECTED, n)
+        nicproto.write_unexpected(self.mem, n)
 
-    def add_receive(self, md_ns: int) -> None:
-        self.consumed += 1
-        self.md_count += 1
-        self.md_sum_ns += md_ns
-        _U64.pack_into(self.mem, nicproto.OFF_CONSUMED, self.consumed)
-        _MD.pack_into(self.mem, nicproto.OFF_MD_COUNT, self.md_count, self.md_sum_ns)
-        off = nicproto.OFF_MD_BUCKETS + 8 * nicproto.md_bucket(md_ns / 1e9)
-        _U64.pack_into(self.mem, off, _U64.unpack_from(self.mem, off)[0] + 1)
-
-    def buckets(self) -> list[int]:
-        return list(nicproto.read_state(self.mem).md_buckets)
+    def state(self) -> nicproto.State:
+        return nicproto.read_state(self.mem)
 
     def close(self) -> None:
-        self.mem.close()
-        os.close(self.fd)
+        if not self.mem.closed:
+            self.mem.close()
+            os.close(self.fd)
 
 
 class NicClient:
