@@ -188,13 +188,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m apps.synthetic",
         description=(
-            "The synthetic program of seed 000 Fig. 6: loop N times { compute G_comp "
-            "iterations; G_IO times open a new file, write B bytes, close; barrier through "
-            "rank 0 }. Prints one JSON line with barriers per second and CPU seconds. "
-            "Rank, size, rank 0's address and port come from COSCHED_RANK, COSCHED_SIZE, "
-            "COSCHED_RANK0_ADDR and COSCHED_PORT; flags override them."
+            "The synthetic program of seed 000 Fig. 6, with seed 002's communication:\n"
+            "  loop N times { compute G_comp iterations;\n"
+            "                 G_IO times open a new file, write B bytes, close;\n"
+            "                 K communication rounds (--comm);\n"
+            "                 barrier through rank 0 }\n"
+            "Prints one JSON line: barriers per second, CPU seconds, the parameters, the\n"
+            "scheme (COSCHED_SCHEME) and the message library's report (messages, bytes,\n"
+            "message delay count/mean/p50/p99, waiting actions)."
         ),
         epilog=(
+            "environment (set by the controller and the agent; flags override):\n"
+            "  COSCHED_RANK, COSCHED_SIZE   this rank and the number of ranks (default 0 of 1)\n"
+            "  COSCHED_PEERS                every rank's data address, comma-separated;\n"
+            "                               without it all ranks are at COSCHED_RANK0_ADDR\n"
+            "  COSCHED_PORT                 the job's port (rank r listens on port + r on one "
+            "host)\n"
+            "  COSCHED_WAIT, COSCHED_SEND_WAIT, COSCHED_SPIN_US\n"
+            "                               waiting actions: spin | block | spinblock "
+            "(default spin, 150 us)\n"
+            "  COSCHED_NET_DELAY_US, _JITTER_US, _LOSS_PCT, _RATE_BPS\n"
+            "                               userspace link emulation (clusters without netem)\n"
+            "  COSCHED_NIC_SOCK, COSCHED_JOB_ID  register with the node agent (docs/cdc.md)\n"
+            "\n"
+            "seed 002 Table 2 (message sizes from the table; the share of time spent\n"
+            "communicating follows from --gcomp against the rounds):\n"
+            "  BT  --comm nn --msg-bytes 62464 --comm-rounds 1     low intensity, NN\n"
+            "  SP  --comm nn --msg-bytes 40960 --comm-rounds 2     medium, NN\n"
+            "  FT  --comm a2a --msg-bytes 1073152 --comm-rounds 1  medium, all-to-all\n"
+            "  IS  --comm a2a --msg-bytes 4096 --comm-rounds 4     high, all-to-all\n"
+            "  CG  --comm nn --msg-bytes 28672 --comm-rounds 8     high, NN\n"
+            "\n"
             "examples:\n"
             "  python -m apps.synthetic --calibrate --target 0.2\n"
             "  python -m apps.synthetic --gcomp 2500000 --gio 0 --iterations 50      "
@@ -203,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
             "# I/O-bound\n"
             "  COSCHED_SIZE=2 COSCHED_PORT=7000 COSCHED_RANK=0 python -m apps.synthetic &\n"
             "  COSCHED_SIZE=2 COSCHED_PORT=7000 COSCHED_RANK=1 python -m apps.synthetic\n"
-            "  cosched submit --size 4 -- python -m apps.synthetic --gio 20 --gcomp 0"
+            "  cosched submit --size 4 -- python -m apps.synthetic --gio 20 --gcomp 0\n"
+            "  cosched submit --size 4 -- python -m apps.synthetic --gcomp 150000 "
+            "--comm nn --msg-bytes 8192 --comm-rounds 4 --duration 60"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -266,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_argument("--rank", type=int, default=None, help="this rank (COSCHED_RANK, else 0)")
     job.add_argument("--size", type=int, default=None, help="ranks in the job (COSCHED_SIZE)")
     job.add_argument(
-        "--rank0-addr", default=None, help="rank 0's address (COSCHED_RANK0_ADDR, else 127.0.0.1)"
+        "--rank0-addr",
+        default=None,
+        help="every rank's address, one host (COSCHED_RANK0_ADDR, else 127.0.0.1); "
+        "overrides COSCHED_PEERS",
     )
     job.add_argument("--port", type=int, default=None, help="the job's port (COSCHED_PORT)")
     job.add_argument(
@@ -540,7 +569,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     try:
         result = run(cfg)
     except MPError as exc:
-        print(f"synthetic: rank {cfg.rank}: {exc}", file=sys.stderr)
+        msg = str(exc)  # the library's errors begin with "rank R: "
+        if not msg.startswith(f"rank {cfg.rank}: "):
+            msg = f"rank {cfg.rank}: {msg}"
+        print(f"synthetic: {msg}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"synthetic: rank {cfg.rank}: I/O failed: {exc}", file=sys.stderr)
