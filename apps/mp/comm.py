@@ -3,10 +3,7 @@
 Seed 002 §4.1 puts a user-level message layer (GM) between the program and
 the NIC; this is ours. Ranks learn everything from the launcher's environment
 (docs/cdc.md: COSCHED_RANK, _SIZE, _PEERS, _PORT, COSCHED_JOB) and open one
-connection to every other rank at start: rank *r* listens on its own data
-address, connects to every lower rank (retrying refused connects until the
-connect timeout) and accepts every higher one, each side sending a HELLO frame
-(rank, job size, job id) that the other checks.
+connection to every other rank at start (apps/mp/mesh.py).
 
 After that all sockets are non-blocking (TCP_NODELAY) and one progress engine
 serves every call: it reads whatever the kernel has on any socket into the
@@ -37,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import nicproto
-from apps.mp import frame
+from apps.mp import frame, mesh
 from apps.mp.errors import MPError
 from apps.mp.linkemu import LinkEmu
 from apps.mp.nic import NicClient, StatePage
@@ -51,8 +48,6 @@ DEFAULT_CONNECT_TIMEOUT = 60.0
 _RBUF = 256 * 1024  # per-connection receive buffer; bigger messages get their own
 _COMPACT = 64 * 1024  # move the unparsed tail to the front when less room is left
 _POLLIN = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
-_RETRY = 0.05  # s between connect attempts to a rank that is not listening yet
-_HELLO_SIZE_LIMIT = 256  # bytes of job id in a HELLO
 
 Payload = bytes | bytearray | memoryview
 
@@ -113,11 +108,6 @@ class _Conn:
 
     def __post_init__(self) -> None:
         self.rview = memoryview(self.rbuf)
-
-
-def _port_of(peers: Sequence[str], port: int, rank: int) -> int:
-    """Ranks sharing an address (one host) listen on consecutive ports."""
-    return port + sum(1 for j in range(rank) if peers[j] == peers[rank])
 
 
 class Comm:
@@ -228,48 +218,31 @@ class Comm:
     def listen(self) -> socket.socket:
         """Bind this rank's listening socket now (before ``open``)."""
         if self._listener is None:
-            lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            addr, port = self.peers[self.rank], _port_of(self.peers, self.port, self.rank)
-            try:
-                lst.bind((addr, port))
-            except OSError as e:
-                lst.close()
-                raise MPError(f"rank {self.rank}: cannot listen on {addr}:{port} ({e})") from None
-            lst.listen(max(8, self.size))
-            self._listener = lst
+            self._listener = mesh.listen(self.rank, self.peers, self.port, self.size)
         return self._listener
 
     def open(self) -> Comm:
-        """Connect the full mesh (HELLO checks), then register with the agent if asked."""
+        """Connect the full mesh (apps/mp/mesh.py), then register with the agent if asked."""
         if self._opened:
             return self
         if self.size > 1:
-            deadline = time.monotonic() + self.connect_timeout
             # The highest rank accepts nobody: it needs no listening socket.
             lst = self.listen() if self.rank < self.size - 1 else self._listener
+            hs = mesh.Handshake(
+                self.rank, self.size, self.peers, self.port, self.job, self.connect_timeout
+            )
             try:
-                for j in range(self.rank):
-                    self._connect(j, deadline)
-                if lst is not None:
-                    self._accept_all(lst, deadline)
-            except MPError as e:
-                self._close_sockets()
-                msg = str(e)
-                if not msg.startswith(f"rank {self.rank}: "):
-                    raise MPError(f"rank {self.rank}: {msg}") from None
-                raise
-            except BaseException:
-                self._close_sockets()
-                raise
+                links = hs.connect_all(lst)
             finally:
                 if lst is not None:
                     lst.close()
                 self._listener = None
-            for c in self._conns:
-                if c is not None:
-                    c.sock.setblocking(False)
-                    self._poll.register(c.fd, _POLLIN)
+            for link in links:
+                link.sock.setblocking(False)
+                c = _Conn(link.peer, link.addr, link.sock, link.sock.fileno())
+                self._conns[c.peer] = c
+                self._by_fd[c.fd] = c
+                self._poll.register(c.fd, _POLLIN)
         self._opened = True
         if self.nic_path and self.size > 1:
             socks = [(c.peer, c.addr, c.sock) for c in self._conns if c is not None]
@@ -296,99 +269,6 @@ class Comm:
                     self._poll.unregister(c.fd)
                 c.sock.close()
                 c.closed = True
-
-    def _hello(self) -> bytes:
-        job = self.job.encode()[:_HELLO_SIZE_LIMIT]
-        return frame.pack(frame.HELLO, self.rank, self.size, len(job), time.time_ns(), 0) + job
-
-    def _read_hello(self, sock: socket.socket, who: str) -> tuple[int, int, str]:
-        head = _recv_exact(sock, frame.HEADER_SIZE, who)
-        h = frame.unpack(head, 0, who)
-        if h.kind != frame.HELLO:
-            raise MPError(f"bad frame from {who}: kind {h.kind}, expected HELLO ({frame.HELLO})")
-        if h.size > _HELLO_SIZE_LIMIT:
-            raise MPError(f"bad frame from {who}: HELLO size {h.size} > {_HELLO_SIZE_LIMIT}")
-        job = _recv_exact(sock, h.size, who).decode(errors="replace")
-        return h.src, h.tag, job
-
-    def _check_hello(self, size: int, job: str, who: str) -> None:
-        if size != self.size:
-            raise MPError(
-                f"rank {self.rank}: {who}: job size mismatch (it has {size}, this rank {self.size})"
-            )
-        if job != self.job:
-            raise MPError(f"rank {self.rank}: {who}: belongs to job {job!r}, not {self.job!r}")
-
-    def _connect(self, j: int, deadline: float) -> None:
-        addr, port = self.peers[j], _port_of(self.peers, self.port, j)
-        who = f"rank {j} at {addr}:{port}"
-        while True:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.settimeout(max(0.1, deadline - time.monotonic()))
-            try:
-                s.connect((addr, port))
-                break
-            except OSError as e:
-                s.close()
-                if time.monotonic() + _RETRY > deadline:
-                    raise MPError(
-                        f"rank {self.rank}: cannot reach {who} within "
-                        f"{self.connect_timeout:g} s ({e}); is rank {j} running?"
-                    ) from None
-                time.sleep(_RETRY)
-        try:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            s.sendall(self._hello())
-            src, size, job = self._read_hello(s, who)
-            if src != j:
-                raise MPError(f"rank {self.rank}: {who} answered as rank {src}")
-            self._check_hello(size, job, who)
-        except (OSError, MPError) as e:
-            s.close()
-            if isinstance(e, MPError):
-                raise
-            raise MPError(f"rank {self.rank}: handshake with {who} failed ({e})") from None
-        self._add_conn(j, addr, s)
-
-    def _accept_all(self, lst: socket.socket, deadline: float) -> None:
-        missing = set(range(self.rank + 1, self.size))
-        while missing:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise MPError(
-                    f"rank {self.rank}: ranks {sorted(missing)} did not connect within "
-                    f"{self.connect_timeout:g} s"
-                )
-            lst.settimeout(left)
-            try:
-                s, (addr, _port) = lst.accept()
-            except TimeoutError:
-                continue
-            s.settimeout(max(0.1, deadline - time.monotonic()))
-            who = f"a connection from {addr}"
-            try:
-                src, size, job = self._read_hello(s, who)
-                who = f"rank {src} at {addr}"
-                if src not in missing:
-                    raise MPError(f"{who}: unexpected (duplicate rank or out of range)")
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                s.sendall(self._hello())  # first, so a mismatched peer learns why too
-                self._check_hello(size, job, who)
-            except MPError as e:
-                s.close()
-                if "mismatch" in str(e) or "belongs to" in str(e):
-                    raise
-                continue  # a stray or broken connection: keep waiting for the real one
-            except OSError:
-                s.close()
-                continue
-            missing.discard(src)
-            self._add_conn(src, addr, s)
-
-    def _add_conn(self, peer: int, addr: str, s: socket.socket) -> None:
-        c = _Conn(peer, addr, s, s.fileno())
-        self._conns[peer] = c
-        self._by_fd[c.fd] = c
 
     # ---- point to point ----------------------------------------------------------------
     def isend(self, dest: int, data: Payload, tag: int = 0) -> Request:
@@ -829,20 +709,3 @@ def _why(e: OSError, what: str) -> str:
     if e.errno in (errno.ECONNRESET, errno.EPIPE):
         return "connection reset (did it exit or crash?)"
     return f"{what} failed ({e.strerror or e})"
-
-
-def _recv_exact(sock: socket.socket, n: int, who: str) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        try:
-            chunk = sock.recv(n - len(out))
-        except TimeoutError:
-            raise MPError(f"{who}: timed out during the handshake") from None
-        except OSError as e:
-            if e.errno in (errno.ECONNRESET, errno.EPIPE):
-                raise MPError(f"{who}: connection reset during the handshake") from None
-            raise
-        if not chunk:
-            raise MPError(f"{who}: connection closed during the handshake")
-        out += chunk
-    return bytes(out)
