@@ -23,8 +23,10 @@ HEADER_SIZE = HEADER.size
 assert HEADER_SIZE == 40
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs ~1 µs more per message
 class Header:
+    """One parsed header (read-only by convention)."""
+
     kind: int
     src: int
     tag: int
@@ -34,11 +36,12 @@ class Header:
 
 
 def pack(kind: int, src: int, tag: int, size: int, send_ns: int, erl_us: int) -> bytes:
+    """The 40-byte header, network byte order (docs/cdc.md "Frames")."""
     return HEADER.pack(MAGIC, VERSION, kind, 0, src, tag, size, send_ns, erl_us)
 
 
 def unpack(buf: bytes | bytearray | memoryview, offset: int = 0, who: str = "peer") -> Header:
-    """Parse and check one header; ``who`` names the connection in the error."""
+    """Parse and validate one header; errors name the peer (``who``) and the field."""
     magic, ver, kind, _flags, src, tag, size, send_ns, erl_us = HEADER.unpack_from(buf, offset)
     if magic != MAGIC:
         raise MPError(f"bad frame from {who}: magic {bytes(magic)!r}, want {MAGIC!r}")
