@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import resource
 import selectors
 import socket
 import time
@@ -50,6 +51,11 @@ BOOSTS = ("weight", "freeze")
 # "freeze": the holder's competitors are frozen while it holds the boost, for at
 # most this many consecutive ticks, then thawed for one tick (nothing starves).
 FREEZE_MAX_TICKS = 5
+
+
+def _process_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 class LocalPolicyError(ValueError):
@@ -134,6 +140,7 @@ class LocalScheduler:
         self._ed_next = 0.0
         self._data_node: dict[str, str] = {}
         self.decision_cost_s = 0.0  # time spent deciding, for the benchmark
+        self._cpu_base = _process_cpu_s()  # the agent's CPU when the counters were reset
         self.gossip_port = GOSSIP_PORT  # tests use 0 (any free port)
         # status() as of the last tick, for the exporter thread (never iterates live dicts)
         self.last_status: dict[str, Any] = {}
@@ -159,6 +166,7 @@ class LocalScheduler:
         if self.cfg is None or self.cfg.scheme != cfg.scheme or self.cfg.mpl != cfg.mpl:
             self.scheme = make_scheme(cfg.scheme, cfg.mpl, cfg.tick_s)
             self.counters = Counters()
+            self._cpu_base = _process_cpu_s()
             self._set_holder(None)
         elif self.scheme is not None:
             self.scheme.tick_s = cfg.tick_s
@@ -477,4 +485,6 @@ class LocalScheduler:
             "nic_refused": self.nic.refused if self.nic else 0,
             "erl_rejected": self.gossip.rejected if self.gossip else 0,
             "decision_cost_s": self.decision_cost_s,
+            # The agent's own CPU since the counters were reset (what the scheme costs it).
+            "agent_cpu_s": _process_cpu_s() - self._cpu_base,
         }

@@ -234,8 +234,8 @@ def markdown(result: StreamResult) -> str:
         "## Runs",
         "",
         "| scheme | load | MPL | jobs done | killed | utilization | decisions | conflicts | "
-        "MD samples | agents | wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "MD samples | agents' CPU | agents | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         cdc = r.cdc or {}
@@ -244,7 +244,8 @@ def markdown(result: StreamResult) -> str:
         lines.append(
             f"| {r.scheme.upper()} | {r.load} | {r.mpl} | {len(r.done())}/{len(r.jobs)} | "
             f"{r.killed} | {_f(r.utilization, '{:.0%}')} | {cdc.get('decisions', '–')} | "
-            f"{cdc.get('conflicts', '–')} | {cdc.get('md_count', '–')} | {agents} | "
+            f"{cdc.get('conflicts', '–')} | {cdc.get('md_count', '–')} | "
+            f"{_agent_cpu(cdc, r.wall_seconds, len(r.local_policy))} | {agents} | "
             f"{r.wall_seconds:.0f} |"
         )
     lines += [
@@ -267,6 +268,14 @@ def markdown(result: StreamResult) -> str:
     for name in plot_names(result):
         lines += [f"![{name}]({name})", ""]
     return "\n".join(lines)
+
+
+def _agent_cpu(cdc: dict[str, Any], wall_s: float, nodes: int) -> str:
+    """The agents' own CPU over the run, % of a core per agent ('–' if not reported)."""
+    cpu = cdc.get("agent_cpu_s")
+    if not cpu or wall_s <= 0 or nodes <= 0:
+        return "–"
+    return f"{100 * float(cpu) / wall_s / nodes:.1f} %"
 
 
 def plot_names(result: StreamResult) -> list[str]:

@@ -286,7 +286,7 @@ def job_stream(spec: StreamSpec, load: str) -> list[StreamJob]:
 
 # ---- measurements ----------------------------------------------------------------------
 
-CDC_COUNTERS = ("decisions", "conflicts", "boosts", "md_count", "md_sum_s")
+CDC_COUNTERS = ("decisions", "conflicts", "boosts", "md_count", "md_sum_s", "agent_cpu_s")
 
 
 def cdc_delta(
