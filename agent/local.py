@@ -452,7 +452,7 @@ class LocalScheduler:
 
     def _delay_of_job(self, job_id: str) -> float:
         job = self.agent.jobs.get(job_id)
-        return getattr(job, "net_delay_s", 0.0) if job is not None else 0.0
+        return job.net_delay_s if job is not None else 0.0
 
     # ---- reporting -------------------------------------------------------------------
     def refresh_status(self) -> None:

@@ -534,18 +534,10 @@ class Comm:
 
     def _read(self, c: _Conn) -> None:
         """Read everything the socket has now; parse whole frames as they complete."""
-        sock = c.sock
         while True:
             if c.big is not None:  # the rest of a large payload, straight into its buffer
-                try:
-                    n = sock.recv_into(memoryview(c.big)[c.got :])
-                except (BlockingIOError, InterruptedError):
-                    return
-                except OSError as e:
-                    self._mark_lost(c, _why(e, "receive"))
-                    return
-                if n == 0:
-                    self._mark_lost(c, "connection closed in the middle of a message")
+                n = self._recv_into(c, memoryview(c.big)[c.got :], "in the middle of a message")
+                if n is None:
                     return
                 c.got += n
                 if c.got < len(c.big):
@@ -561,20 +553,27 @@ class Comm:
                 c.rbuf[:left] = c.rbuf[c.rstart : c.rend]  # a copy: the ranges may overlap
                 c.rstart, c.rend = 0, left
             room = _RBUF - c.rend
-            try:
-                n = sock.recv_into(c.rview[c.rend :], room)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                self._mark_lost(c, _why(e, "receive"))
-                return
-            if n == 0:
-                self._mark_lost(c, "connection closed (did it exit or crash?)")
+            n = self._recv_into(c, c.rview[c.rend :], "(did it exit or crash?)")
+            if n is None:
                 return
             c.rend += n
             self._parse(c)
             if n < room:
                 return  # the socket had less than we could take: it is drained
+
+    def _recv_into(self, c: _Conn, into: memoryview, eof_note: str) -> int | None:
+        """Bytes read into ``into``; None when the socket is drained or the peer is gone."""
+        try:
+            n = c.sock.recv_into(into)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as e:
+            self._mark_lost(c, _why(e, "receive"))
+            return None
+        if n == 0:
+            self._mark_lost(c, f"connection closed {eof_note}")
+            return None
+        return n
 
     def _parse(self, c: _Conn) -> None:
         buf, view = c.rbuf, c.rview

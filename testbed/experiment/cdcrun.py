@@ -120,15 +120,19 @@ class StreamResult:
         )
 
 
-def check_synthetic(python: str = sys.executable) -> None:
-    """The synthetic program must have its communication phases (apps/synthetic.py)."""
-    proc = subprocess.run(
-        [python, "-m", "apps.synthetic", "--help"],
+def _synthetic(python: str, flag: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [python, "-m", "apps.synthetic", flag],
         capture_output=True,
         text=True,
         cwd=REPO,
         check=False,
     )
+
+
+def check_synthetic(python: str = sys.executable) -> None:
+    """The synthetic program must have its communication phases (apps/synthetic.py)."""
+    proc = _synthetic(python, "--help")
     missing = [f for f in NEEDED_FLAGS if f not in proc.stdout]
     if proc.returncode != 0 or missing:
         raise ExperimentError(
@@ -139,13 +143,7 @@ def check_synthetic(python: str = sys.executable) -> None:
 
 def calibrate(python: str = sys.executable) -> float:
     """ns per compute iteration of the synthetic program on this host."""
-    proc = subprocess.run(
-        [python, "-m", "apps.synthetic", "--calibrate"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    proc = _synthetic(python, "--calibrate")
     for line in reversed(proc.stdout.splitlines()):
         with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError, ValueError):
             value = float(json.loads(line)["ns_per_iteration"])
