@@ -27,8 +27,10 @@ def fits(x: float, y: float, margin: float) -> bool:
     return x + y + margin < 1.0
 
 
-def fig4_match(utils: Mapping[K, float], margin: float = 0.01) -> dict[K, K | None]:
-    """Seed 000 Fig. 4, step for step.
+def fig4_match(
+    utils: Mapping[K, float], margin: float = 0.01, *, meet: bool = False
+) -> dict[K, K | None]:
+    """Seed 000 Fig. 4, step for step (``meet=False``), or as its prose reads (``meet=True``).
 
     Sort ascending; ``pstart`` walks up from the low end and ``pend`` down
     from the high end. While the pair (pstart, pend) does not fit, pend is
@@ -38,27 +40,44 @@ def fig4_match(utils: Mapping[K, float], margin: float = 0.01) -> dict[K, K | No
     pend are matched to each other. The loop stops when the pointers meet,
     so a job left at the meeting point is never visited and stays unmatched
     (None), exactly as in the pseudocode.
+
+    ``meet=True`` gives that job the same back-search as every other
+    unmatched ``pend``: §4.1.2 says that with one I/O job and three compute
+    jobs "the I/O-bound job is matched with *all* the compute-bound jobs in
+    turn", which the pseudocode does not do for the compute job where the
+    pointers meet (it would run alone in its turn).
     """
     order = sorted(utils, key=lambda k: utils[k])  # stable: ties keep input order
     u = [utils[k] for k in order]
     partner: dict[K, K | None] = {k: None for k in order}
+    visited = [False] * len(order)
+
+    def back_search(i: int, below: int) -> None:
+        # ``i`` keeps None unless a job under ``below`` fits it; that job keeps its own partner.
+        pback = below - 1
+        while pback >= 0:
+            if fits(u[pback], u[i], margin):
+                partner[order[i]] = order[pback]
+                return
+            pback -= 1
+
     pstart, pend = 0, len(order) - 1
     while pstart < pend:
         while not fits(u[pstart], u[pend], margin) and pstart < pend:
             partner[order[pend]] = None
-            pback = pstart - 1
-            while pback >= 0:
-                if fits(u[pback], u[pend], margin):
-                    # pback keeps its own partner; only pend points at it.
-                    partner[order[pend]] = order[pback]
-                    break
-                pback -= 1
+            visited[pend] = True
+            back_search(pend, pstart)
             pend -= 1
         if pstart < pend:
             partner[order[pstart]] = order[pend]
             partner[order[pend]] = order[pstart]
+            visited[pstart] = visited[pend] = True
             pstart += 1
         pend -= 1
+    if meet:
+        for i, seen in enumerate(visited):
+            if not seen:  # the meeting point (at most one job)
+                back_search(i, i)
     return partner
 
 

@@ -11,30 +11,65 @@ How the pieces of the paper are realised here:
   the largest prediction among its jobs, and rows ``x`` and ``y`` may pair when
   ``max(x) + max(y) + m < 100%`` (§2.5).
 * **Matching** -- ``matching="fig4"`` runs Fig. 4 once per round of the
-  matrix: when the row-0 turn comes (the round-robin pointer wrapped) or when
-  the matrix changed since the last matching (a job placed, finished or
-  moved). Within a round the stored partner is still checked against the
-  current predictions before use and dropped if the pair no longer fits, so a
-  sharp change observed mid-round does make the job run alone in its next
-  quantum. ``matching="best-fit"`` is the naive §2.4 matcher, run at every
-  quantum.
+  matrix: whenever the round-robin pointer wraps (the selected row is not
+  after the previous one) or the matrix changed since the last matching (a job
+  placed, finished or moved). The refresh is decided before anything about
+  the selected row, so a round that starts with an unpairable row (an
+  exclusive job, only new jobs) still gets a fresh matching. Within a round
+  the stored partner is checked against the current predictions before use
+  and dropped if the pair no longer fits, so a sharp change observed
+  mid-round does make the job run alone in its next quantum.
+  ``matching="fig4-prose"`` also gives the job where Fig. 4's pointers meet
+  the back-search every other unmatched job gets (§4.1.2: the single I/O job
+  "is matched with *all* the compute-bound jobs in turn";
+  :func:`~controller.policies.matching.fig4_match`). ``matching="best-fit"``
+  is the naive §2.4 matcher, run at every quantum.
 * **Exclusive jobs** (§2.4) -- a row holding a job with
   ``JobRequest.exclusive`` takes part in no matching, neither as the selected
   row nor as a partner.
-* **Slot homogeneity** (§2.5) -- before each quantum (a context switch), in
-  every row with two or more jobs, a job whose utilization is not below
-  ``min(row) + band`` is moved, on the same nodes, to the lowest other row
-  whose jobs it would fit within the band and where its nodes are free; else
-  to a new row; if ``max_slots`` forbids a new row it stays where it is. The
-  utilization used here is eq. (1) on the history (1.0 for a job never
-  measured) *without* the one-quantum sharp-change override, so that a
-  transient flag does not reshuffle the matrix.
-* **Alternate scheduling** (§2.6) -- a job of a third row may run on nodes
-  that are idle in *both* the selected row and its partner, and only if its
-  utilization is within the band of the selected row's jobs. Such a node then
-  runs that single job, so a node never runs more than two jobs (one of the
-  selected row and one of the partner) and an exclusive job never shares a
-  node.
+* **Slot homogeneity** (§2.5) -- our reading (docs/policies.md, "The band").
+  A row's *core* is its measured, unflagged jobs whose eq. (1) estimate is
+  below ``min(row) + M``; the rest of the row -- outliers, jobs never
+  measured, jobs flagged by a sharp change -- is *removed from the slot* as
+  far as pairing goes: the row's utilization for matching is the largest
+  prediction over its core only, and its other jobs run alone on their nodes
+  (in their own row's turn, as under strict gang) and never beside a partner.
+  When the selected row has such a job, a partner job sharing one of its
+  nodes sits that quantum out. "A search will be invoked in order to find
+  another slot" depends on ``band_rule``:
+
+  - ``"stay"`` (default) -- the matrix is never changed for the band: the
+    outlier stays in its row, simply unpaired, and the search is alternate
+    scheduling (§2.6), which runs it in other rows' quanta where its nodes are
+    idle and it fits that row's band. The matrix is then exactly strict
+    gang's, so paired gang never has more rows (a longer round) than strict
+    gang, and each quantum runs the selected row in full as strict gang does:
+    it cannot be worse by construction of the matrix.
+  - ``"existing"`` -- the outlier moves to the lowest other *existing* row
+    whose band it fits and where its nodes are free; if none takes it, it
+    stays, unpaired. Band enforcement never adds a row (later placements can
+    still differ from strict gang's).
+  - ``"new-row"`` -- as ``"existing"``, else into a new row (unless
+    ``max_slots`` forbids it): the reading cosched used before, which can
+    lengthen the round and made heterogeneous workloads slower than strict
+    gang (issue 11).
+
+  The utilization used for the band is eq. (1) on the history *without* the
+  one-quantum sharp-change override, so a transient flag does not reshuffle
+  the matrix.
+* **Alternate scheduling** (§2.6) -- a job of another row (not the
+  partner) may run on nodes idle in the selected row, joining that row for the
+  quantum. Where it would share a node with a running partner job it must
+  "match the characteristics" of the selected row: its utilization within the
+  band of the row's core, and its prediction fitting with the partner row
+  (``x + y + m < 100%``); it is then the node's second process ("a node will
+  remain idle only if it is not allocated in both selected slots"). Where it
+  runs alone on its nodes no test applies, exactly as strict gang's
+  alternates: holding it to the band there protects no pairing and only
+  leaves nodes idle that strict gang would use (with the old
+  idle-in-both-rows reading, paired gang lost to strict gang on mixed
+  workloads). A node never runs more than two jobs, and an exclusive job never
+  shares a node.
 """
 
 from __future__ import annotations
@@ -50,8 +85,13 @@ from controller.policies.params import ParamSpec
 from controller.policies.predictor import UtilizationPredictor
 
 FIG4 = "fig4"
+FIG4_PROSE = "fig4-prose"
 BEST_FIT_MATCHING = "best-fit"
-MATCHINGS: tuple[str, ...] = (FIG4, BEST_FIT_MATCHING)
+MATCHINGS: tuple[str, ...] = (FIG4, FIG4_PROSE, BEST_FIT_MATCHING)
+STAY = "stay"
+EXISTING_ROW = "existing"
+NEW_ROW = "new-row"
+BAND_RULES: tuple[str, ...] = (STAY, EXISTING_ROW, NEW_ROW)
 _EPS = 1e-9
 
 
@@ -60,7 +100,7 @@ class PairedStats:
     """Counters for metrics and debugging."""
 
     quanta: int = 0  # quanta in which some row ran
-    paired_quanta: int = 0  # ... of which with a partner row
+    paired_quanta: int = 0  # ... of which with a partner row (at least one partner job ran)
     matchings: int = 0  # Fig. 4 runs
     homogeneity_moves: int = 0
 
@@ -83,13 +123,25 @@ class PairedGang(MatrixGang):
         ParamSpec("margin", float, 0.01, "safety margin m in x + y + m < 100% (seed 000 §2.4)"),
         ParamSpec("band", float, 0.20, "slot homogeneity range M (seed 000 §2.5)"),
         ParamSpec(
+            "band_rule",
+            str,
+            STAY,
+            "where a job outside its row's band goes: stay (unpaired), existing row, new-row",
+            BAND_RULES,
+        ),
+        ParamSpec(
             "sharp_change",
             float,
             0.20,
             "utilization jump that makes a job run alone (§4.2.3); none = off",
         ),
         ParamSpec(
-            "matching", str, FIG4, "fig4 once per round, or best-fit every quantum", MATCHINGS
+            "matching",
+            str,
+            FIG4,
+            "fig4 once per round (fig4-prose: also the job where the pointers meet), "
+            "or best-fit every quantum",
+            MATCHINGS,
         ),
         ParamSpec("alternate", bool, True, "alternate scheduling within the band (seed 000 §2.6)"),
     )
@@ -103,12 +155,15 @@ class PairedGang(MatrixGang):
         admission: str = FCFS,
         margin: float = 0.01,
         band: float = 0.20,
+        band_rule: str = STAY,
         sharp_change: float | None = 0.20,
         matching: str = FIG4,
         alternate: bool = True,
     ) -> None:
         if matching not in MATCHINGS:
             raise PolicyError(f"unknown matching {matching!r}; expected one of {MATCHINGS}")
+        if band_rule not in BAND_RULES:
+            raise PolicyError(f"unknown band_rule {band_rule!r}; expected one of {BAND_RULES}")
         if not 0.0 <= margin < 1.0:
             raise PolicyError(f"margin must be in [0, 1), got {margin}")
         if not band > 0.0:
@@ -116,13 +171,16 @@ class PairedGang(MatrixGang):
         self.predictor = UtilizationPredictor(sharp_change=sharp_change)
         self.margin = margin
         self.band = band
+        self.band_rule = band_rule
         self.matching = matching
         self.stats = PairedStats()
         self._round: dict[int, int | None] | None = None
+        self._last_slot = -1  # the row selected last quantum (a wrap starts a round)
         self._estimates = self.predictor.estimates_view()
         self._flagged = self.predictor.flagged_view()
-        # row stamp -> slot utilization, band (count, min, max), exclusive flag
-        self._util_cache: dict[int, float] = {}
+        # row stamp -> (core jobs, their largest prediction or None), band (count, min, max),
+        # exclusive flag
+        self._util_cache: dict[int, tuple[frozenset[int], float | None, float]] = {}
         self._band_cache: dict[int, tuple[int, float, float]] = {}
         self._excl_cache: dict[int, bool] = {}
         self._homog_dirty: set[int] | None = None  # rows to check; None = all
@@ -172,25 +230,27 @@ class PairedGang(MatrixGang):
         self._sync()
         partner = self._choose_partner(slot)
         self.stats.quanta += 1
-        if partner is not None:
-            self.stats.paired_quanta += 1
         matrix = self.matrix
         # the selected row's cells, then the partner's (seed 000 §2.1: two per node)
-        node_jobs, running, busy = self._row_cells(slot, partner)
+        node_jobs, running, shared = self._pair_cells(slot, partner)
+        if partner is not None and len(running) > len(self._snap.jobs[slot]):
+            self.stats.paired_quanta += 1
+        else:
+            partner = None  # no job of the partner row could run beside this one
         alternates: tuple[int, ...] = ()
         if self.alternate:
             alternates = matrix.alternates_masked(
                 slot,
-                busy,
+                self._snap.busy[slot],
                 skip_slots=(partner,) if partner is not None else (),
-                accept=self._band_test(slot),
+                accept=self._alternate_test(slot, partner, shared),
             )
             if alternates:
-                # only on nodes idle in both rows, so each such node runs that job alone
+                # the alternate joins the selected row: first on its nodes, then the partner's job
                 cells = list(node_jobs)
                 for job in alternates:
                     for n in matrix.nodes_of(job):
-                        cells[n] = (job,)
+                        cells[n] = (job, *cells[n])
                 node_jobs = tuple(cells)
                 running = running | frozenset(alternates)
         self._built_running = running
@@ -200,6 +260,64 @@ class PairedGang(MatrixGang):
             node_jobs=node_jobs,
             alternates=frozenset(alternates),
         )
+
+    def _pair_cells(
+        self, slot: int, partner: int | None
+    ) -> tuple[tuple[tuple[int, ...], ...], frozenset[int], int]:
+        """node_jobs, running jobs and the partner's running nodes (bit set).
+
+        Only the partner's core jobs run, and only those that share no node
+        with a job of ``slot`` outside its core (module docstring, band).
+        """
+        if partner is None:
+            row = self._row_cells(slot)
+            return row[0], row[1], 0
+        jobs = self._snap.jobs
+        core_s = self._core(slot)
+        core_p = self._core(partner)
+        if len(core_s) == len(jobs[slot]) and len(core_p) == len(jobs[partner]):
+            both = self._row_cells(slot, partner)  # both rows pair in full (cached)
+            return both[0], both[1], self._snap.busy[partner]
+        masks = self.matrix.job_mask
+        blocked = 0
+        for j in jobs[slot]:
+            if j not in core_s:
+                blocked |= masks(j)
+        alone, _, _ = self._row_cells(slot)
+        cells = list(alone)
+        running = set(jobs[slot])
+        shared = 0
+        nodes_of = self.matrix.nodes_of
+        for j in jobs[partner]:
+            mask = masks(j)
+            if j in core_p and not mask & blocked:
+                running.add(j)
+                shared |= mask
+                for n in nodes_of(j):
+                    cells[n] = (*cells[n], j)
+        return tuple(cells), frozenset(running), shared
+
+    def _alternate_test(
+        self, slot: int, partner: int | None, shared: int
+    ) -> Callable[[int], bool] | None:
+        """Which jobs may run as alternates in ``slot``'s quantum (module docstring, §2.6)."""
+        if partner is None or not shared:
+            return None  # every alternate runs alone on its nodes, as under strict gang
+        in_band = self._band_test(slot)
+        partner_util = self._slot_util(partner)
+        masks = self._mask_of
+        flagged, get, jobs = self._flagged, self._estimates.get, self._jobs
+        margin = self.margin
+
+        def accept(job_id: int) -> bool:
+            if not masks(job_id) & shared:
+                return True
+            if jobs[job_id].exclusive or job_id in flagged:
+                return False
+            value = get(job_id)
+            return value is not None and in_band(job_id) and fits(value, partner_util, margin)
+
+        return accept
 
     # ---------------------------------------------------------------- caches
     # Per-row values derived from the predictions are cached under the row's
@@ -235,17 +353,48 @@ class PairedGang(MatrixGang):
             if dirty is not None:
                 dirty.add(slot)
 
-    def _slot_util(self, slot: int) -> float:
+    def _core_util(self, slot: int) -> tuple[frozenset[int], float | None]:
+        """(core jobs, their largest prediction) of a row; None when the core is empty."""
+        core, hi, _ = self._util_cache_entry(slot)
+        return core, hi
+
+    def _util_cache_entry(self, slot: int) -> tuple[frozenset[int], float | None, float]:
+        """(core jobs, highest and lowest estimate among them) of a row.
+
+        The core (module docstring): measured, unflagged jobs whose eq. (1)
+        estimate is below the lowest such estimate + M. Unflagged measured
+        jobs are predicted their estimate, so the prediction is the estimate.
+        """
         stamp = self._snap.stamps[slot]
         value = self._util_cache.get(stamp)
         if value is None:
-            # predictor.predict(j) for every job of the row
             flagged = self._flagged
             get = self._estimates.get
-            initial = self.predictor.initial
-            value = max(1.0 if j in flagged else get(j, initial) for j in self._snap.jobs[slot])
+            measured: list[tuple[int, float]] = []
+            for j in self._snap.jobs[slot]:
+                e = get(j)
+                if e is not None and j not in flagged:
+                    measured.append((j, e))
+            if not measured:
+                value = (frozenset(), None, 0.0)
+            else:
+                low = min(e for _, e in measured)
+                limit = low + self.band - _EPS
+                core = [(j, e) for j, e in measured if e < limit]
+                value = (frozenset(j for j, _ in core), max(e for _, e in core), low)
             self._util_cache[stamp] = value
         return value
+
+    def _mask_of(self, job_id: int) -> int:
+        return self.matrix.job_mask(job_id)
+
+    def _core(self, slot: int) -> frozenset[int]:
+        return self._core_util(slot)[0]
+
+    def _slot_util(self, slot: int) -> float:
+        """The row's utilization for matching (§2.5's max over its core); 1.0 if no core."""
+        util = self._core_util(slot)[1]
+        return 1.0 if util is None else util
 
     def _exclusive(self, slot: int) -> bool:
         stamp = self._snap.stamps[slot]
@@ -256,7 +405,11 @@ class PairedGang(MatrixGang):
         return value
 
     def _matchable_slot(self, slot: int) -> bool:
-        return bool(self._snap.jobs[slot]) and not self._exclusive(slot)
+        return (
+            bool(self._snap.jobs[slot])
+            and not self._exclusive(slot)
+            and self._core_util(slot)[1] is not None
+        )
 
     def _matchable(self) -> dict[int, float]:
         return {
@@ -275,8 +428,13 @@ class PairedGang(MatrixGang):
         return value
 
     def _band_test(self, slot: int) -> Callable[[int], bool]:
-        """``_within_band(job, slot)`` for many jobs against one unchanging row."""
-        count, lo, hi = self._band(slot)
+        """``_within_band(job, slot)`` for many jobs against one unchanging row.
+
+        The row's band is that of its core: a row that keeps an outlier (band
+        rule "stay") still takes jobs that fit its core's band.
+        """
+        core, hi_core, lo_core = self._util_cache_entry(slot)
+        count, lo, hi = (len(core), lo_core, hi_core) if hi_core is not None else (0, 0.0, 0.0)
         get = self._estimates.get
         band = self.band
 
@@ -294,13 +452,20 @@ class PairedGang(MatrixGang):
 
     # ---------------------------------------------------------------- helpers
     def _choose_partner(self, slot: int) -> int | None:
+        if self.matching == BEST_FIT_MATCHING:
+            if not self._matchable_slot(slot):
+                return None
+            return best_fit_match(self._matchable(), slot, self.margin)
+        # A round starts when the pointer wraps: decided before anything about
+        # the selected row, so an unpairable row cannot skip the refresh.
+        if self._round is None or slot <= self._last_slot:
+            self._round = fig4_match(
+                self._matchable(), self.margin, meet=self.matching == FIG4_PROSE
+            )
+            self.stats.matchings += 1
+        self._last_slot = slot
         if not self._matchable_slot(slot):
             return None
-        if self.matching == BEST_FIT_MATCHING:
-            return best_fit_match(self._matchable(), slot, self.margin)
-        if self._round is None or slot == 0:
-            self._round = fig4_match(self._matchable(), self.margin)
-            self.stats.matchings += 1
         partner = self._round.get(slot)
         # The round's pair may have gone stale (sharp change, new measurement).
         if (
@@ -328,6 +493,8 @@ class PairedGang(MatrixGang):
         not changed since would pass again, so the outcome is that of checking
         every row in order.
         """
+        if self.band_rule == STAY:
+            return  # the band only decides who pairs (_core_util)
         self._sync()
         dirty = self._homog_dirty
         if dirty is not None and not dirty:
@@ -383,7 +550,7 @@ class PairedGang(MatrixGang):
                 self.stats.homogeneity_moves += 1
                 self._matrix_changed()
                 return
-        if matrix.can_add_slot():
+        if self.band_rule == NEW_ROW and matrix.can_add_slot():
             matrix.move(job, matrix.slot_count)
             self.stats.homogeneity_moves += 1
             self._matrix_changed()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from controller.policies.base import JobRequest, QuantumPlan
 from controller.policies.gang import MatrixGang, StrictGang
 from controller.policies.matrix import PLACEMENTS, OusterhoutMatrix
-from controller.policies.paired import PairedGang
+from controller.policies.paired import BAND_RULES, PairedGang
 
 NODES = st.integers(min_value=1, max_value=6)
 
@@ -104,7 +104,7 @@ def workloads(draw: st.DrawFn) -> tuple[int, list[Arrival]]:
 
 @st.composite
 def policies(draw: st.DrawFn, nodes: int) -> MatrixGang:
-    kind = draw(st.sampled_from(["strict", "paired-fig4", "paired-best-fit"]))
+    kind = draw(st.sampled_from(["strict", "paired-fig4", "paired-fig4-prose", "paired-best-fit"]))
     max_slots = draw(st.one_of(st.none(), st.integers(min_value=1, max_value=3)))
     placement = draw(st.sampled_from(PLACEMENTS))
     admission = draw(st.sampled_from(["fcfs", "greedy", "backfill"]))
@@ -123,7 +123,8 @@ def policies(draw: st.DrawFn, nodes: int) -> MatrixGang:
         placement=placement,
         admission=admission,
         alternate=alternate,
-        matching="fig4" if kind == "paired-fig4" else "best-fit",
+        matching=kind.removeprefix("paired-"),
+        band_rule=draw(st.sampled_from(BAND_RULES)),
     )
 
 
@@ -200,3 +201,55 @@ def test_round_robin_never_starves_a_slot(data: st.DataObject) -> None:
             last_turn[plan.slot] = q
         for s in range(count):
             assert q - last_turn[s] < count, f"row {s} waited {q - last_turn[s]} quanta"
+
+
+# ------------------------------------------------- the band (seed 000 §2.5)
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_paired_gang_keeps_strict_gangs_matrix(data: st.DataObject) -> None:
+    """Band rule "stay": the same jobs arriving and ending give the very same rows.
+
+    So paired gang never has more rows (a longer round) than strict gang, and
+    the band only decides who pairs (docs/policies.md, "The band").
+    """
+    nodes, arrivals = data.draw(workloads())
+    max_slots = data.draw(st.one_of(st.none(), st.integers(min_value=1, max_value=3)))
+    placement = data.draw(st.sampled_from(PLACEMENTS))
+    admission = data.draw(st.sampled_from(["fcfs", "greedy", "backfill"]))
+    common = dict(max_slots=max_slots, placement=placement, admission=admission)
+    strict = StrictGang(nodes, **common)  # type: ignore[arg-type]
+    paired = PairedGang(
+        nodes,
+        **common,  # type: ignore[arg-type]
+        matching=data.draw(st.sampled_from(["fig4", "fig4-prose", "best-fit"])),
+    )
+    # Ends are fixed in advance (the policies run jobs at different speeds).
+    ends = {i: a.at_quantum + 2 * a.quanta_needed for i, a in enumerate(arrivals)}
+    for q in range(max(ends.values()) + 1):
+        for i, a in enumerate(arrivals):
+            if a.at_quantum == q:
+                for pol in (strict, paired):
+                    pol.submit(JobRequest(i, a.size, 10.0, exclusive=a.exclusive), q)
+        for i, end in ends.items():
+            if end == q:
+                for pol in (strict, paired):
+                    pol.finish(i, float(q))
+        strict.next_quantum(float(q))
+        plan = paired.next_quantum(float(q))
+        paired.observe({j: arrivals[j].util for j in plan.running})
+        assert paired.matrix.render() == strict.matrix.render()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_band_rule_existing_never_adds_a_row(data: st.DataObject) -> None:
+    nodes, arrivals = data.draw(workloads())
+    paired = PairedGang(nodes, band_rule="existing")
+    for q in range(20):
+        for i, a in enumerate(arrivals):
+            if a.at_quantum == q:
+                paired.submit(JobRequest(i, a.size, 10.0, exclusive=a.exclusive), q)
+        before = paired.slot_count  # unlimited rows: every job was placed on submit
+        plan = paired.next_quantum(float(q))
+        assert paired.slot_count <= before
+        paired.observe({j: arrivals[j].util for j in plan.running})

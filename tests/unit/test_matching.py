@@ -95,3 +95,15 @@ def test_best_fit_is_unfair_where_fig4_is_not() -> None:
     result = fig4_match(utils)
     assert result["L1"] == "H81"
     assert result["L2"] == "H80"
+
+
+def test_fig4_prose_matches_the_job_where_the_pointers_meet() -> None:
+    utils = {"io": 0.0, "c1": 0.9, "c2": 0.91, "c3": 0.92}
+    assert fig4_match(utils)["c1"] is None  # to the letter: never visited
+    prose = fig4_match(utils, meet=True)
+    assert prose == {"io": "c3", "c3": "io", "c2": "io", "c1": "io"}
+    # an odd count whose middle fits nothing below it stays alone
+    assert fig4_match({"a": 0.5, "b": 0.55, "c": 0.6}, meet=True) == dict.fromkeys("abc")
+    # with nothing to meet, both readings agree
+    even = {"a": 0.1, "b": 0.2, "c": 0.7, "d": 0.8}
+    assert fig4_match(even, meet=True) == fig4_match(even)

@@ -135,7 +135,7 @@ def test_matching_is_revalidated_within_a_round() -> None:
 
 
 def test_band_moves_outlier_to_a_new_row() -> None:
-    pg = PairedGang(4)
+    pg = PairedGang(4, band_rule="new-row")
     pg.submit(job(1, 2), 0.0)
     pg.submit(job(2, 2), 0.0)
     assert pg.placement(2) == (0, (2, 3))
@@ -157,8 +157,9 @@ def test_band_tolerates_spread_below_twenty_points() -> None:
     assert pg.placement(2) == (0, (2, 3))
 
 
-def test_band_moves_outlier_into_an_existing_compatible_row() -> None:
-    pg = PairedGang(4)
+@pytest.mark.parametrize("rule", ["existing", "new-row"])
+def test_band_moves_outlier_into_an_existing_compatible_row(rule: str) -> None:
+    pg = PairedGang(4, band_rule=rule)
     pg.submit(job(1, 2), 0.0)  # row 0, nodes 0-1
     pg.submit(job(2, 2), 0.0)  # row 0, nodes 2-3
     pg.submit(job(3, 2), 0.0)  # row 1, nodes 0-1
@@ -169,7 +170,7 @@ def test_band_moves_outlier_into_an_existing_compatible_row() -> None:
 
 
 def test_band_outlier_stays_when_no_row_may_be_added() -> None:
-    pg = PairedGang(4, max_slots=1)
+    pg = PairedGang(4, max_slots=1, band_rule="new-row")
     pg.submit(job(1, 2), 0.0)
     pg.submit(job(2, 2), 0.0)
     pg.observe({1: 0.1, 2: 0.9})
@@ -178,7 +179,7 @@ def test_band_outlier_stays_when_no_row_may_be_added() -> None:
 
 
 def test_sharp_flag_does_not_reshuffle_rows() -> None:
-    pg = PairedGang(4)
+    pg = PairedGang(4, band_rule="new-row")
     pg.submit(job(1, 2), 0.0)
     pg.submit(job(2, 2), 0.0)
     pg.observe({1: 0.3, 2: 0.3})
@@ -206,15 +207,17 @@ def test_alternate_within_band_runs_on_idle_node() -> None:
     assert plan.alternates == frozenset({3})
 
 
-def test_alternate_outside_band_is_not_used() -> None:
+def test_unpaired_quantum_takes_alternates_as_strict_gang_does() -> None:
+    # Row 1 (B) has no partner, so C runs on the idle node whatever its band:
+    # the band protects pairings only (docs/policies.md, "Alternates").
     plan = _alternate_setup(0.5).next_quantum(1.0)
     assert (plan.slot, plan.partner) == (1, None)
-    assert plan.node_jobs == ((2,), (2,), (2,), ())
-    assert plan.alternates == frozenset()
+    assert plan.node_jobs == ((2,), (2,), (2,), (3,))
+    assert plan.alternates == frozenset({3})
 
 
-def test_alternates_only_on_nodes_idle_in_both_rows() -> None:
-    pg = PairedGang(4, placement="best-fit")
+def _alternate_beside_partner(g_util: float) -> tuple[tuple[int, ...], ...]:
+    pg = PairedGang(4, placement="best-fit", band_rule="new-row")
     pg.submit(job(1, 2), 0.0)  # A: row 0, nodes 0-1
     pg.submit(job(2, 3), 0.0)  # B: row 1, nodes 0-2
     pg.submit(job(3, 3), 0.0)  # D: row 2, nodes 0-2
@@ -222,14 +225,22 @@ def test_alternates_only_on_nodes_idle_in_both_rows() -> None:
     pg.submit(job(6, 1), 0.0)  # G: row 2, node 3
     pg.submit(job(4, 1), 0.0)  # E: row 0, node 2
     assert [pg.placement(j) for j in (5, 6, 4)] == [(1, (3,)), (2, (3,)), (0, (2,))]
-    pg.observe({1: 0.1, 4: 0.1, 2: 0.8, 5: 0.8, 3: 0.9, 6: 0.1})
+    pg.observe({1: 0.1, 4: 0.1, 2: 0.8, 5: 0.8, 3: 0.9, 6: g_util})
     plan = pg.next_quantum(0.0)
     assert pg.placement(3) == (3, (0, 1, 2))  # D left G's row (band)
     assert (plan.slot, plan.partner) == (0, 1)
-    # Node 3 is idle in row 0 but used by F in the partner row, so G (row 2, node 3,
-    # within row 0's band) must not run there as an alternate.
-    assert plan.node_jobs == ((1, 2), (1, 2), (4, 2), (5,))
-    assert plan.alternates == frozenset()
+    return plan.node_jobs
+
+
+def test_alternate_joins_the_selected_row_beside_the_partner_when_it_fits() -> None:
+    # Node 3 is idle in row 0; G (10 %, within row 0's band, 10 + 80 + 1 < 100)
+    # joins row 0 there, beside F of the partner row: two processes.
+    assert _alternate_beside_partner(0.1) == ((1, 2), (1, 2), (4, 2), (6, 5))
+
+
+def test_alternate_that_would_not_fit_with_the_partner_is_not_used() -> None:
+    # G at 25 % is within row 0's band but 25 + 80 + 1 >= 100 beside F.
+    assert _alternate_beside_partner(0.25) == ((1, 2), (1, 2), (4, 2), (5,))
 
 
 def test_observe_ignores_unknown_jobs_and_finish_forgets() -> None:
@@ -254,3 +265,105 @@ def test_params_match_constructor() -> None:
     sig = inspect.signature(PairedGang.__init__)
     kwonly = {n: p.default for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
     assert {p.name: p.default for p in PairedGang.PARAMS} == kwonly
+
+
+# ------------------------------------------------- band rule "stay" (default)
+def _outlier_rows(b_util: float | None) -> PairedGang:
+    """Row 0: A (nodes 0-1) at 10 %, B (nodes 2-3) at ``b_util`` (None: never measured).
+    Row 1: C (0-1) and D (2-3) at 80 %."""
+    pg = PairedGang(4)
+    for j in (1, 2, 3, 4):
+        pg.submit(job(j, 2), 0.0)
+    assert [pg.placement(j) for j in (1, 2, 3, 4)] == [
+        (0, (0, 1)),
+        (0, (2, 3)),
+        (1, (0, 1)),
+        (1, (2, 3)),
+    ]
+    util = {1: 0.1, 3: 0.8, 4: 0.8}
+    if b_util is not None:
+        util[2] = b_util
+    pg.observe(util)
+    return pg
+
+
+def test_outlier_stays_in_its_row_and_runs_alone() -> None:
+    pg = _outlier_rows(0.9)
+    plan = pg.next_quantum(0.0)
+    assert pg.placement(2) == (0, (2, 3))  # never moved
+    assert pg.slot_count == 2
+    # Row 0 pairs through its core (A at 10 %) with row 1; D would share B's
+    # nodes, so it sits this quantum out, and B runs alone.
+    assert (plan.slot, plan.partner) == (0, 1)
+    assert plan.node_jobs == ((1, 3), (1, 3), (2,), (2,))
+    plan = pg.next_quantum(1.0)
+    assert (plan.slot, plan.partner) == (1, 0)
+    assert plan.node_jobs == ((3, 1), (3, 1), (4,), (4,))  # B never runs as a partner
+    assert pg.stats.homogeneity_moves == 0
+
+
+def test_new_job_runs_alone_while_the_rest_of_its_row_pairs() -> None:
+    plan = _outlier_rows(None).next_quantum(0.0)
+    assert (plan.slot, plan.partner) == (0, 1)
+    assert plan.node_jobs == ((1, 3), (1, 3), (2,), (2,))
+
+
+def test_a_row_with_no_measured_job_does_not_pair() -> None:
+    pg = PairedGang(2)
+    pg.submit(job(1, 2), 0.0)
+    pg.submit(job(2, 2), 0.0)
+    pg.observe({2: 0.05})
+    plan = pg.next_quantum(0.0)
+    assert (plan.slot, plan.partner) == (0, None)
+    assert plan.node_jobs == ((1,), (1,))
+
+
+def test_partner_that_can_run_nowhere_counts_as_unpaired() -> None:
+    pg = PairedGang(2)
+    pg.submit(job(1, 1), 0.0)  # row 0, node 0
+    pg.submit(job(2, 1), 0.0)  # row 0, node 1
+    pg.submit(job(3, 2), 0.0)  # row 1, both nodes
+    pg.observe({1: 0.1, 2: 0.9, 3: 0.5})
+    plan = pg.next_quantum(0.0)
+    assert plan.slot == 0 and plan.partner is None  # job 3 would share job 2's node
+    assert plan.node_jobs == ((1,), (2,))
+    assert pg.stats.paired_quanta == 0
+
+
+# ---------------------------------------------- the matching is refreshed
+def test_matching_refreshed_when_row_zero_cannot_pair() -> None:
+    pg = PairedGang(2)
+    pg.submit(job(1, 2, exclusive=True), 0.0)  # row 0: never paired
+    pg.submit(job(2, 2), 0.0)  # row 1
+    pg.submit(job(3, 2), 0.0)  # row 2
+    partners = []
+    for q in range(6):
+        plan = pg.next_quantum(float(q))
+        partners.append((plan.slot, plan.partner))
+        pg.observe({1: 0.9, 2: 0.1, 3: 0.5})
+    # The second round starts on row 0 (exclusive): the matching is still
+    # recomputed there, so rows 1 and 2 pair from quantum 4 on.
+    assert partners == [(0, None), (1, None), (2, None), (0, None), (1, 2), (2, 1)]
+
+
+# ------------------------------------------------ Fig. 4 as the prose says
+def _mix1(matching: str) -> list[tuple[int, ...]]:
+    pg = PairedGang(1, matching=matching)
+    for j in (1, 2, 3, 4):  # one row each on a single node
+        pg.submit(job(j, 1), 0.0)
+    util = {1: 0.92, 2: 0.9, 3: 0.91, 4: 0.0}  # three compute jobs, one I/O job
+    pg.observe(util)
+    plans = [pg.next_quantum(float(q)) for q in range(8)]
+    return [p.node_jobs[0] for p in plans[4:]]  # a whole round after the first
+
+
+def test_fig4_to_the_letter_leaves_the_meeting_job_alone() -> None:
+    cells = _mix1("fig4")
+    assert sum(4 in c for c in cells) == 3
+    assert (2,) in cells  # the 90 % job where the pointers meet runs alone
+
+
+def test_fig4_prose_pairs_the_io_job_with_every_compute_job() -> None:
+    cells = _mix1("fig4-prose")
+    assert all(4 in c for c in cells)
+    assert sorted(c[0] for c in cells) == [1, 2, 3, 4]

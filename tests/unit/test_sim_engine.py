@@ -241,11 +241,13 @@ def _digest(res: object, policy: object) -> str:
 
 GOLDEN = {
     # (policy, params, mode, context switch): digest
-    ("paired-gang", (), "fluid", 0.0): "4565dd2e39464e7add75",
-    ("paired-gang", (), "fluid", 0.1): "da36335497c00f5e6974",
-    ("paired-gang", (("matching", "best-fit"),), "fluid", 0.0): "618503d00efee08bb237",
-    ("paired-gang", (("max_slots", 3),), "fluid", 0.0): "82455ae821a4091fb890",
-    ("paired-gang", (), "exact", 0.0): "8acc175fc1f783170b3d",
+    ("paired-gang", (), "fluid", 0.0): "69aedfb5a0ca7912ee1a",
+    ("paired-gang", (), "fluid", 0.1): "2e643ec5f4a919e590bb",
+    ("paired-gang", (("matching", "best-fit"),), "fluid", 0.0): "6829cde2eee94daba3e5",
+    ("paired-gang", (("max_slots", 3),), "fluid", 0.0): "5026cbf82881f548102d",
+    ("paired-gang", (("band_rule", "new-row"),), "fluid", 0.0): "d66980a32dc504cd0cc2",
+    ("paired-gang", (("matching", "fig4-prose"),), "fluid", 0.0): "2e2f4b75ba60e0857438",
+    ("paired-gang", (), "exact", 0.0): "d4b2223ff911daa5136e",
     ("gang", (), "fluid", 0.0): "2a23cfbcaeefcb8f8b10",
     ("gang", (), "exact", 0.0): "b6c55cb1d6d47ff0b612",
 }
