@@ -1,0 +1,117 @@
+"""The simulated Figs. 10-12 study: spec parsing, a quick run, the report, calibration files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed.experiment import simstudy
+from testbed.sim.calibration import (
+    BUILTIN,
+    CalibrationError,
+    load_calibration,
+    resolve_calibration,
+)
+
+SPEC = """
+[study]
+name = "tiny"
+nodes = 8
+loads = [0.5, 0.9]
+mode = "fluid"
+workload = "lublin"
+calibration = "{cal}"
+
+[[runs]]
+label = "gang"
+policy = "gang"
+profile = "homogeneous"
+
+[[runs]]
+label = "paired"
+policy = "paired-gang"
+profile = "homogeneous"
+
+[[runs]]
+label = "paired-hetero"
+policy = "paired-gang"
+profile = "heterogeneous"
+params = {{ band_rule = "stay" }}
+"""
+
+
+def _cal(tmp_path: Path, interference: float = 0.1, cs: float = 0.01) -> Path:
+    p = tmp_path / "cal.toml"
+    p.write_text(
+        f"[model]\nquantum = 0.2\ninterference = {interference}\ncontext_switch = {cs}\n"
+        "fine_grain_utilization = 0.44\n[measured]\nx = 1\n"
+    )
+    return p
+
+
+def test_calibration_file_is_read_and_checked(tmp_path: Path) -> None:
+    cal = load_calibration(_cal(tmp_path))
+    assert (cal.interference, cal.context_switch, cal.quantum) == (0.1, 0.01, 0.2)
+    assert "interference 0.100" in cal.describe()
+    assert resolve_calibration("none") is BUILTIN
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model]\ninterference = 1.5\ncontext_switch = 0\n")
+    with pytest.raises(CalibrationError, match=r"interference = 1.5 is outside"):
+        load_calibration(bad)
+    bad.write_text("[measured]\n")
+    with pytest.raises(CalibrationError, match="no \\[model\\]"):
+        load_calibration(bad)
+    with pytest.raises(CalibrationError, match="cosched calibrate"):
+        load_calibration(tmp_path / "missing.toml")
+
+
+def test_the_committed_calibration_if_any_is_valid() -> None:
+    cal = resolve_calibration(None)
+    assert 0 <= cal.interference < 1 and cal.context_switch >= 0
+
+
+def test_quick_study_runs_and_reports(tmp_path: Path) -> None:
+    spec_path = tmp_path / "study.toml"
+    spec_path.write_text(SPEC.format(cal=_cal(tmp_path)))
+    spec = simstudy.load_study(spec_path)
+    assert [r.label for r in spec.runs] == ["gang", "paired", "paired-hetero"]
+    results, meta = simstudy.run_study(spec, quick=True, progress=False)
+    assert len(results) == 6 and meta["calibration"]["interference"] == 0.1
+    for r in results:
+        assert r.mean_response > 0 and r.series and r.series[-1][1] == 0  # all jobs ended
+    files = simstudy.write_report(results, meta, tmp_path / "out")
+    names = {f.name for f in files}
+    assert {"report.md", "results.json", "fig10.png", "fig11.png", "fig12.png"} <= names
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "| load | gang | paired | paired-hetero | gang ÷ paired | paper |" in text
+    assert "nearly 6" not in text  # 0.95 was not run in quick mode
+    again, _ = simstudy.read_results(tmp_path / "out" / "results.json")
+    assert [r.mean_response for r in again] == [r.mean_response for r in results]
+    verdicts = {what: ok for what, ok, _ in simstudy.targets(results)}
+    assert verdicts["gang ÷ paired response ≥ 4.0 at load 0.95"] is None  # not run
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("loads = [0.5, 0.9]", "loads = [2.0]"),
+        ('mode = "fluid"', 'mode = "warp"'),
+    ],
+)
+def test_bad_study_specs_give_one_line(tmp_path: Path, change: str, message: str) -> None:
+    spec_path = tmp_path / "study.toml"
+    spec_path.write_text(SPEC.format(cal=_cal(tmp_path)).replace(change, message))
+    with pytest.raises(simstudy.StudyError) as e:
+        simstudy.load_study(spec_path)
+    assert "\n" not in str(e.value)
+
+
+def test_unknown_policy_names_the_run(tmp_path: Path) -> None:
+    spec_path = tmp_path / "study.toml"
+    spec_path.write_text(
+        SPEC.format(cal=_cal(tmp_path)).replace('policy = "gang"', 'policy = "nope"')
+    )
+    spec = simstudy.load_study(spec_path)
+    with pytest.raises(simstudy.StudyError, match="run 'gang'"):
+        simstudy.run_study(spec, quick=True, progress=False)
