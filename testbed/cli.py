@@ -11,14 +11,29 @@ its traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from common.errors import CoschedError
 from common.exits import report
-from testbed.commands import controller, experiment, jobs, simulate
 
 PROG = "cosched"
+
+# Module of testbed.commands -> the top-level commands it registers. The
+# parser imports only the module of the command being run, so that
+# `cosched simulate` does not pay for the cluster, agent and controller
+# client code (issue 11: start-up was most of a 2 s KTH run). `cosched`
+# without a command, --help or an unknown command builds every group.
+# tests/unit/test_cli.py checks this table against what the modules register.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "simulate": ("simulate", "policies"),
+    "controller": ("controller",),
+    "jobs": ("submit", "jobs", "matrix", "slice", "kill", "class"),
+    "experiment": ("experiment",),
+    "calibrate": ("calibrate",),
+    "cluster": ("cluster", "clean"),
+}
 
 DESCRIPTION = """\
 cosched: coscheduling parallel jobs, emulated on real Linux processes or simulated.
@@ -37,12 +52,22 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
                                             gangster-like views and controls (seed 003)
   cosched experiment run experiments/paired-vs-gang.toml
                                             a live experiment and its report (root)
+  cosched calibrate                         measure the simulator's interference and
+                                            context switch on the live cluster (root)
 
 Every COMMAND has --help with a description and examples.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _module_of(command: str | None) -> str | None:
+    for module, commands in COMMAND_MODULES.items():
+        if command in commands:
+            return module
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command``, only the group that registers it (faster start-up)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=DESCRIPTION,
@@ -50,21 +75,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    simulate.add_commands(sub)
-    controller.add_commands(sub)
-    jobs.add_commands(sub)
-    experiment.add_commands(sub)
-    try:
-        from testbed.commands import cluster
-    except ImportError:  # the cluster needs pyroute2; the simulator does not
-        pass
-    else:
-        cluster.add_commands(sub)
+    only = _module_of(command)
+    for module in COMMAND_MODULES if only is None else (only,):
+        try:
+            group = importlib.import_module(f"testbed.commands.{module}")
+        except ImportError:  # the cluster needs pyroute2; the simulator does not
+            if module != "cluster":
+                raise
+            continue
+        group.add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # the command is the first word (the top-level parser has no options but --help)
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    args = build_parser(command).parse_args(argv)
     try:
         rc: int = args.func(args)
     except CoschedError as err:

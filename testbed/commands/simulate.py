@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,7 @@ def _default_nodes(workload: str) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from testbed.sim.engine import simulate
-    from testbed.sim.metrics import job_metrics, summarize, write_csv, write_json
+    from testbed.sim.metrics import job_table, summarize, write_csv, write_json
     from testbed.sim.report import plot_jobs_in_system, plot_slowdown_vs_load, table
     from testbed.sim.results import SimConfig
     from testbed.sim.workloads.spec import WorkloadError, resolve_workload
@@ -270,7 +271,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             except PolicyError as exc:  # a value the constructor refuses (e.g. band=-1)
                 raise SimulateError(str(exc), fix="see `cosched policies`") from None
             res = _run_one(simulate, jobs, policy, config, quiet=args.quiet, label=entry.name)
-            rows = job_metrics(res)
+            rows = job_table(res)
             summary = summarize(res, rows)
             summary.load = info.offered_load
             summaries.append(summary)
@@ -297,10 +298,42 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def _run_one(simulate: Any, jobs: Any, policy: Any, config: Any, *, quiet: bool, label: str) -> Any:
     """Run with a progress bar that appears only if the run takes over a second."""
-    if quiet:
+    if quiet or not sys.stderr.isatty():  # no bar in CI logs and pipes
         return simulate(jobs, policy, config)
-    from tqdm import tqdm
+    bar = _LateBar(len(jobs), label)
+    try:
+        return simulate(jobs, policy, config, progress=bar)
+    finally:
+        bar.close()
 
-    # disable=None: no bar when stderr is not a terminal (CI logs, pipes)
-    with tqdm(total=len(jobs), desc=label, unit="job", delay=1.0, leave=False, disable=None) as bar:
-        return simulate(jobs, policy, config, progress=bar.update)
+
+class _LateBar:
+    """A tqdm bar created after the first second of a run, with what ended so far.
+
+    tqdm costs a twentieth of a second to import, a tenth of the whole KTH
+    command (issue 11); most runs end before a bar would show, so it is
+    imported only when one is due.
+    """
+
+    def __init__(self, total: int, label: str) -> None:
+        self.due = time.monotonic() + 1.0
+        self.total = total
+        self.label = label
+        self.done = 0
+        self.bar: Any = None
+
+    def __call__(self, ended: int) -> None:
+        if self.bar is not None:
+            self.bar.update(ended)
+            return
+        self.done += ended
+        if time.monotonic() >= self.due:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.total, initial=self.done, desc=self.label, unit="job", leave=False
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

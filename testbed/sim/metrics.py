@@ -22,11 +22,11 @@ Definitions, with the choices made where the papers leave room:
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from itertools import repeat
+from operator import attrgetter, sub
 from pathlib import Path
 
 from testbed.sim.results import SimResult
@@ -48,6 +48,42 @@ class JobMetrics:
     slowdown: float
     bounded_slowdown: float
     cpu_seconds: float
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobMetrics))
+
+
+@dataclass(slots=True)
+class JobTable:
+    """The per-job metrics of :class:`JobMetrics` as columns, one list per field.
+
+    Completed jobs only, in submission order. Issue 11: one frozen object
+    per job and per-row CSV writing cost as much as simulating EASY on the
+    KTH trace; columns are built and written in a few passes of C loops.
+    """
+
+    job_id: list[int]
+    submit: list[float]
+    size: list[int]
+    runtime: list[float]
+    estimate: list[float]
+    start: list[float]
+    end: list[float]
+    wait: list[float]
+    response: list[float]
+    slowdown: list[float]
+    bounded_slowdown: list[float]
+    cpu_seconds: list[float]
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def columns(self) -> tuple[list[float] | list[int], ...]:
+        """The lists in :data:`COLUMNS` order."""
+        return tuple(getattr(self, name) for name in COLUMNS)
+
+    def rows(self) -> list[JobMetrics]:
+        return [JobMetrics(*row) for row in zip(*self.columns(), strict=True)]
 
 
 @dataclass(slots=True)
@@ -74,49 +110,66 @@ class RunSummary:
     jobs_per_second: float = 0.0
 
 
+def job_table(res: SimResult) -> JobTable:
+    """The metrics of every completed job, as columns (definitions in the module doc)."""
+    done = [k for k, e in enumerate(res.end) if not math.isnan(e)]
+    if len(done) == len(res.jobs):
+        jobs = res.jobs
+        start, end, cpu = res.start.tolist(), res.end.tolist(), res.cpu.tolist()
+    else:
+        jobs = [res.jobs[k] for k in done]
+        start = [res.start[k] for k in done]
+        end = [res.end[k] for k in done]
+        cpu = [res.cpu[k] for k in done]
+    submit = list(map(attrgetter("submit"), jobs))
+    runtime = list(map(attrgetter("runtime"), jobs))
+    response = list(map(sub, end, submit))
+    return JobTable(
+        job_id=list(map(attrgetter("job_id"), jobs)),
+        submit=submit,
+        size=list(map(attrgetter("size"), jobs)),
+        runtime=runtime,
+        estimate=list(map(attrgetter("estimate"), jobs)),
+        start=start,
+        end=end,
+        wait=list(map(sub, start, submit)),
+        response=response,
+        slowdown=[r / t if t > 0 else 1.0 for r, t in zip(response, runtime, strict=True)],
+        bounded_slowdown=[
+            max(1.0, r / max(t, TAU)) for r, t in zip(response, runtime, strict=True)
+        ],
+        cpu_seconds=cpu,
+    )
+
+
 def job_metrics(res: SimResult) -> list[JobMetrics]:
     """One row per completed job, in submission order."""
-    rows: list[JobMetrics] = []
-    for k, job in enumerate(res.jobs):
-        end = res.end[k]
-        if math.isnan(end):
-            continue
-        start = res.start[k]
-        response = end - job.submit
-        slowdown = response / job.runtime if job.runtime > 0 else 1.0
-        bounded = max(1.0, response / max(job.runtime, TAU))
-        rows.append(
-            JobMetrics(
-                job_id=job.job_id,
-                submit=job.submit,
-                size=job.size,
-                runtime=job.runtime,
-                estimate=job.estimate,
-                start=start,
-                end=end,
-                wait=start - job.submit,
-                response=response,
-                slowdown=slowdown,
-                bounded_slowdown=bounded,
-                cpu_seconds=res.cpu[k],
-            )
-        )
-    return rows
+    return job_table(res).rows()
 
 
-def summarize(res: SimResult, rows: list[JobMetrics] | None = None) -> RunSummary:
+def _median(values: list[float]) -> float:
+    """``statistics.median``, without importing ``statistics`` (start-up time)."""
+    data = sorted(values)
+    n = len(data)
+    if n % 2 == 1:
+        return data[n // 2]
+    i = n // 2
+    return (data[i - 1] + data[i]) / 2
+
+
+def summarize(res: SimResult, table: JobTable | None = None) -> RunSummary:
     """Run-wide figures from a result (see the module docstring for definitions)."""
-    rows = job_metrics(res) if rows is None else rows
+    table = job_table(res) if table is None else table
     nodes = res.config.nodes
-    done = len(rows)
+    done = len(table)
 
     def mean(values: list[float]) -> float:
         return math.fsum(values) / len(values) if values else math.nan
 
-    first = min((j.submit for j in res.jobs), default=0.0)
-    last = max((r.end for r in rows), default=first)
+    first = min(map(attrgetter("submit"), res.jobs), default=0.0)
+    last = max(table.end, default=first)
     makespan = last - first
-    cpu = math.fsum(r.cpu_seconds for r in rows)
+    cpu = math.fsum(table.cpu_seconds)
     util = cpu / (nodes * makespan) if makespan > 0 else math.nan
     mean_n, max_n = _jobs_in_system(res)
     match_rate: float | None = None
@@ -125,7 +178,7 @@ def summarize(res: SimResult, rows: list[JobMetrics] | None = None) -> RunSummar
     if m is not None and m.quanta > 0:
         match_rate = m.matched / m.quanta
         per_slot = {s: used / m.quanta for s, used in sorted(m.slot_partner.items())}
-    slowdowns = [r.slowdown for r in rows]
+    slowdowns = table.slowdown
     return RunSummary(
         policy=res.policy,
         nodes=nodes,
@@ -133,11 +186,11 @@ def summarize(res: SimResult, rows: list[JobMetrics] | None = None) -> RunSummar
         jobs=len(res.jobs),
         completed=done,
         rejected=len(res.rejected),
-        mean_wait=mean([r.wait for r in rows]),
-        mean_response=mean([r.response for r in rows]),
+        mean_wait=mean(table.wait),
+        mean_response=mean(table.response),
         mean_slowdown=mean(slowdowns),
-        median_slowdown=statistics.median(slowdowns) if slowdowns else math.nan,
-        mean_bounded_slowdown=mean([r.bounded_slowdown for r in rows]),
+        median_slowdown=_median(slowdowns) if slowdowns else math.nan,
+        mean_bounded_slowdown=mean(table.bounded_slowdown),
         makespan=makespan,
         utilization=util,
         mean_jobs_in_system=mean_n,
@@ -154,8 +207,9 @@ def _jobs_in_system(res: SimResult) -> tuple[float, int]:
     if len(t) < 2:
         return (float(n[0]) if n else 0.0), (int(n[0]) if n else 0)
     area = 0.0
-    for k in range(len(t) - 1):
-        area += n[k] * (t[k + 1] - t[k])
+    # added in series order, one term at a time (sum() might round differently)
+    for nk, t0, t1 in zip(n[:-1], t[:-1], t[1:], strict=True):
+        area += nk * (t1 - t0)
     span = t[-1] - t[0]
     return (area / span if span > 0 else float(n[0])), int(max(n))
 
@@ -179,26 +233,42 @@ def _finite(value: object) -> object:
     return value
 
 
-def write_csv(path: Path, rows: list[JobMetrics]) -> None:
+# Digits after the point in the CSV, per column; ids and sizes are written as
+# str() gives them. Rows end in "\r\n", as the csv module's default dialect does.
+_DECIMALS = {
+    name: 4 if "slowdown" in name else 3 for name in COLUMNS if name not in ("job_id", "size")
+}
+
+
+def _whole(column: list[float] | list[int]) -> bool:
+    """Every value a float with no fraction and a plus sign (-0.0 prints as "-0.000")."""
+    try:
+        return all(map(float.is_integer, column)) and (
+            min(map(math.copysign, repeat(1.0, len(column)), column), default=1.0) > 0
+        )
+    except TypeError:  # ints (jobs built by hand): the general format
+        return False
+
+
+def _row_format(table: JobTable) -> str:
+    """One %-format for all rows. A column of whole numbers is written "%d.000":
+    the same text as "%.3f" at half the cost (issue 11: traces have whole-second
+    times, and batch runs keep them whole)."""
+    parts = []
+    for name, column in zip(COLUMNS, table.columns(), strict=True):
+        decimals = _DECIMALS.get(name)
+        if decimals is None:
+            parts.append("%s")
+        elif _whole(column):
+            parts.append("%d." + "0" * decimals)
+        else:
+            parts.append(f"%.{decimals}f")
+    return ",".join(parts) + "\r\n"
+
+
+def write_csv(path: Path, table: JobTable) -> None:
+    """One row per job, :data:`COLUMNS` as the header (no field needs quoting)."""
+    row = _row_format(table)
     with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow([f for f in JobMetrics.__dataclass_fields__])
-        for r in rows:
-            w.writerow(astuple_fast(r))
-
-
-def astuple_fast(r: JobMetrics) -> tuple[object, ...]:
-    return (
-        r.job_id,
-        f"{r.submit:.3f}",
-        r.size,
-        f"{r.runtime:.3f}",
-        f"{r.estimate:.3f}",
-        f"{r.start:.3f}",
-        f"{r.end:.3f}",
-        f"{r.wait:.3f}",
-        f"{r.response:.3f}",
-        f"{r.slowdown:.4f}",
-        f"{r.bounded_slowdown:.4f}",
-        f"{r.cpu_seconds:.3f}",
-    )
+        fh.write(",".join(COLUMNS) + "\r\n")
+        fh.write("".join(map(row.__mod__, zip(*table.columns(), strict=True))))

@@ -1,45 +1,45 @@
 """Workloads for the discrete-event simulator: SWF traces, the Lublin-Feitelson
-model, synthetic mixes and profiles (seed 000), load scaling and TOML specs."""
+model, synthetic mixes and profiles (seed 000), load scaling and TOML specs.
 
-from testbed.sim.workloads.load import offered_load, scale_time, scale_to_load
-from testbed.sim.workloads.lublin import generate_lublin, generate_lublin_arrays
-from testbed.sim.workloads.spec import (
-    WorkloadError,
-    WorkloadInfo,
-    WorkloadSpec,
-    build_workload,
-    load_workload_spec,
-    resolve_workload,
-)
-from testbed.sim.workloads.swf import SwfError, SwfHeader, SwfResult, read_swf, write_swf
-from testbed.sim.workloads.synthetic import (
-    PROFILES,
-    apply_profile,
-    io_compute_mix,
-    qcrd_phases,
-    set_barrier,
-)
+The names below are imported on first use (PEP 562), not with the package:
+the Lublin model needs numpy, which `cosched simulate` on an SWF trace never
+uses (issue 11: start-up time). Import from the submodules in new code.
+"""
 
-__all__ = [
-    "PROFILES",
-    "SwfError",
-    "SwfHeader",
-    "SwfResult",
-    "WorkloadError",
-    "WorkloadInfo",
-    "WorkloadSpec",
-    "apply_profile",
-    "build_workload",
-    "generate_lublin",
-    "generate_lublin_arrays",
-    "io_compute_mix",
-    "load_workload_spec",
-    "offered_load",
-    "qcrd_phases",
-    "read_swf",
-    "resolve_workload",
-    "scale_time",
-    "scale_to_load",
-    "set_barrier",
-    "write_swf",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "offered_load": "load",
+    "scale_time": "load",
+    "scale_to_load": "load",
+    "generate_lublin": "lublin",
+    "generate_lublin_arrays": "lublin",
+    "WorkloadError": "spec",
+    "WorkloadInfo": "spec",
+    "WorkloadSpec": "spec",
+    "build_workload": "spec",
+    "load_workload_spec": "spec",
+    "resolve_workload": "spec",
+    "SwfError": "swf",
+    "SwfHeader": "swf",
+    "SwfResult": "swf",
+    "read_swf": "swf",
+    "write_swf": "swf",
+    "PROFILES": "synthetic",
+    "apply_profile": "synthetic",
+    "io_compute_mix": "synthetic",
+    "qcrd_phases": "synthetic",
+    "set_barrier": "synthetic",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -21,7 +21,6 @@ not rounded, so the target is met exactly (up to float rounding).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -61,7 +60,8 @@ def scale_to_load(jobs: Sequence[SimJob], nodes: int, target_load: float) -> lis
         )
     factor = current / target_load
     first = min(j.submit for j in jobs)
-    return [dataclasses.replace(j, submit=first + (j.submit - first) * factor) for j in jobs]
+    # copy_with: no checks to re-run (submit stays >= first >= 0), unlike dataclasses.replace
+    return [j.copy_with(submit=first + (j.submit - first) * factor) for j in jobs]
 
 
 def scale_time(jobs: Sequence[SimJob], factor: float) -> list[SimJob]:
@@ -73,8 +73,7 @@ def scale_time(jobs: Sequence[SimJob], factor: float) -> list[SimJob]:
     if not factor > 0 or not math.isfinite(factor):
         raise ValueError(f"time scale factor must be a positive number, got {factor}")
     return [
-        dataclasses.replace(
-            j,
+        j.copy_with(
             submit=j.submit * factor,
             runtime=j.runtime * factor,
             estimate=j.estimate * factor,

@@ -46,8 +46,6 @@ reads ``file: [workload].key: what is wrong; how to fix it``.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +53,6 @@ from typing import Any
 
 from testbed.sim.job import SimJob
 from testbed.sim.workloads.load import offered_load, scale_time, scale_to_load
-from testbed.sim.workloads.lublin import generate_lublin
 from testbed.sim.workloads.swf import SwfError, SwfHeader, read_swf
 from testbed.sim.workloads.synthetic import PROFILES, apply_profile, io_compute_mix, set_barrier
 
@@ -183,6 +180,8 @@ def parse_workload_table(
     """
     for key in table:
         if key not in _KEYS:
+            import difflib  # only to suggest a name for a mistyped key
+
             close = difflib.get_close_matches(key, _KEYS, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_KEYS)}"
             raise _err(origin, key, f"unknown key; {hint}")
@@ -259,6 +258,8 @@ def _check_values(values: dict[str, Any], origin: str) -> None:
 
 def load_workload_spec(path: str | Path) -> WorkloadSpec:
     """Read the ``[workload]`` table of a TOML file (see the module docstring)."""
+    import tomllib  # here, not at the top: most runs have no spec file (start-up time)
+
     p = Path(path)
     try:
         with p.open("rb") as f:
@@ -289,6 +290,9 @@ def build_workload_info(spec: WorkloadSpec, nodes: int) -> tuple[list[SimJob], W
     skipped = dropped = 0
     header: SwfHeader | None = None
     if spec.source == "lublin":
+        # imported here: the model needs numpy, which an SWF run does not (start-up time)
+        from testbed.sim.workloads.lublin import generate_lublin
+
         n = spec.jobs if spec.jobs is not None else 1000
         jobs = generate_lublin(
             n, nodes, spec.seed, interactive=spec.interactive, estimate_factor=spec.estimate_factor
