@@ -1,0 +1,1118 @@
+"""Validate the simulator against the live cluster: seed 000 §4.2 scaled down (issue 11, item 5).
+
+One seeded Lublin stream runs through the live controller under strict and
+paired gang at two offered loads, and the very same jobs through the
+simulator (testbed/sim/engine.py) with the execution model measured live
+(testbed/sim/calibration.py). The report (:mod:`testbed.experiment.validatereport`)
+sets mean response and slowdown side by side and says how far apart they are.
+
+**The stream** (pure, :func:`make_stream`). ``jobs`` Lublin-model jobs
+(testbed/sim/workloads/lublin.py, fixed ``seed``) generated for the paper's
+16-node ParPar (§4.2), then mapped to our nodes:
+
+* *Size*: a serial job stays serial; a parallel job of ``s`` of 16 nodes gets
+  ``max(2, ceil(s × nodes / 16))`` of ours, at most ``nodes``
+  (:func:`map_size`). The plain proportional ``ceil(s × nodes / 16)`` would
+  make 98-100 % of the jobs serial on 2 nodes (Lublin's parallel jobs are
+  mostly 2-8 wide), leaving no gangs to coschedule; this keeps "parallel"
+  parallel, so on 2 nodes serial jobs take one node and every other job is a
+  2-process gang.
+* *Run time*: Lublin's run times span four decades (seconds to a day), so
+  the paper's division by 40 would still leave hour-long jobs, and any linear
+  scale that fits minutes turns the median job into a few milliseconds.
+  We compress the range instead: ``r = c × max(1, t)^power`` with ``c`` such
+  that the stream's mean is ``mean_runtime`` (:func:`map_runtimes`); on the
+  log scale this only shrinks the model's hyper-gamma by ``power`` and keeps
+  every job's rank. The result is clipped to ``[min_runtime, max_runtime]``
+  (the clip count is reported; seed 1 needs none).
+* *Load*: the stream keeps Lublin's arrival pattern; every gap is stretched
+  so that the offered load -- node-seconds asked per second ÷ nodes, with
+  the dedicated times measured here -- is the target
+  (:func:`testbed.sim.workloads.load.scale_to_load`, exactly what the
+  simulator does for Lublin).
+
+**The job** is the fine-grain program of §4.2.1 at about 45 % CPU, with fixed
+*work*: ``--iterations`` loops of ``compute_ms`` of the compute loop, one
+8 KiB file and ``device_wait_ms`` of blocking wait, then a barrier
+(``--wait block``: seed 000's barrier used Unix IPC and slept). ParPar's
+barrier cost about as much as the compute; here a barrier over a 7 µs link
+costs a few hundred µs in Python, so the blocking wait stands in for the
+communication, exactly as in ``cosched calibrate``'s fine-grain job
+(testbed/experiment/calibrate.py: 2.0 ms + 2.5 ms), whose interference figure
+the simulator uses. It also keeps serial jobs at the same CPU share as gangs.
+
+**Dedicated time.** At the start a fresh controller runs each job size alone
+(``rate_repeats`` times, ``rate_seconds`` each): rank 0's barriers per
+second is the *rate*; the controller's execution time (start to end) less
+``iterations / rate`` is the fixed *overhead* (interpreter start-up, the
+ranks' connect, exit notice); the ranks' CPU/wall is the *CPU share*. A job
+of nominal run time ``r`` gets ``round((r - overhead) × rate)`` iterations
+and its dedicated time is ``overhead + iterations / rate``: what it takes
+here alone. That figure is the simulator's run time and the denominator of
+both slowdowns (live and simulated alike).
+
+**Live** (:func:`run_live`): for every policy and load a fresh controller
+(``--quantum``, no policy parameters: the registry's defaults, as in the
+simulator), every job submitted at its arrival time, the matrix polled every
+``poll_s`` (rows, jobs), then a drain until all end (killed after
+``drain_timeout``). Per job the controller's records give submit, start, end
+and CPU; rank 0's report its CPU share. The host's CPU spent outside the
+experiment is recorded (testbed/experiment/hostload.py).
+
+**Simulated** (:func:`run_sim`, seconds): the very same jobs -- sizes, the
+submit times the controller recorded, the dedicated times -- through
+:func:`testbed.sim.engine.simulate` in exact mode with the same quantum and
+policy, ``SimConfig(interference, context_switch)`` from the calibration.
+Each ``[[sim]]`` variant of the spec is one simulation; the first decides
+the verdict (seed 000 §4.2 gives no other way to pick).
+
+    python -m testbed.experiment.validate experiments/sim-vs-live.toml [--quick]
+        [--sim-only | --report-only] [--out DIR]
+
+``--sim-only`` re-runs the simulations on the saved live data (after a new
+calibration), ``--report-only`` rewrites the report; neither needs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from common.errors import CoschedError, UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+POLICIES = ("gang", "paired-gang")
+WAITS = ("spin", "block", "spinblock")
+TERMINAL = ("done", "failed", "killed")
+DEFAULT_SPEC = REPO / "experiments" / "sim-vs-live.toml"
+
+
+class ValidateError(UsageError):
+    """A spec or saved result that cannot be used (one line, with the fix)."""
+
+
+Say = Callable[[str], None]
+
+
+# ---- the spec -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SimVariant:
+    """One simulation of every live run: which execution model, which CPU share."""
+
+    label: str
+    calibration: str = "default"  # default (the committed file) | none | PATH
+    cpu: float | None = None  # None: the CPU share measured per job size
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    """``experiments/sim-vs-live.toml`` (see the file for what every key means)."""
+
+    name: str
+    path: Path
+    policies: tuple[str, ...]
+    loads: tuple[float, ...]
+    jobs: int
+    seed: int
+    paper_nodes: int
+    mean_runtime: float
+    runtime_power: float
+    min_runtime: float
+    max_runtime: float
+    drain_timeout: float
+    poll_s: float
+    nodes: int
+    link: str
+    cpus_per_node: float | None
+    cpu_mechanism: str
+    cfs_period_us: int
+    cgroup: str
+    quantum: float
+    compute_ms: float
+    device_wait_ms: float
+    nbytes: int
+    wait: str
+    rate_seconds: float
+    rate_repeats: int
+    sims: tuple[SimVariant, ...]
+    quick: Mapping[str, Any] = field(default_factory=dict)
+
+    def quick_version(self) -> ValidateSpec:
+        """The ``--quick`` run: the ``[quick]`` table's overrides."""
+        q = dict(self.quick)
+        return replace(
+            self,
+            jobs=int(q.get("jobs", self.jobs)),
+            loads=tuple(float(x) for x in q.get("loads", self.loads)),
+            mean_runtime=float(q.get("mean_runtime", self.mean_runtime)),
+            rate_seconds=float(q.get("rate_seconds", self.rate_seconds)),
+            rate_repeats=int(q.get("rate_repeats", self.rate_repeats)),
+            drain_timeout=float(q.get("drain_timeout", self.drain_timeout)),
+        )
+
+    def iteration_s(self) -> float:
+        """Nominal seconds per iteration alone (compute + wait), before measuring."""
+        return (self.compute_ms + self.device_wait_ms) / 1000.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["path"] = str(self.path)
+        d["quick"] = dict(self.quick)
+        return d
+
+
+def _get(t: Mapping[str, Any], key: str, kinds: tuple[type, ...], where: str, default: Any) -> Any:
+    if key not in t:
+        if default is ...:
+            raise ValidateError(f"{where}.{key}: missing", fix=f"add `{key} = ...`")
+        return default
+    v = t[key]
+    if (isinstance(v, bool) and bool not in kinds) or not isinstance(v, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ValidateError(f"{where}.{key}: expected {names}, got {v!r}")
+    return v
+
+
+def _keys(t: Mapping[str, Any], known: set[str], where: str) -> None:
+    for k in t:
+        if k not in known:
+            raise ValidateError(
+                f"{where}.{k}: unknown key", fix=f"valid keys: {', '.join(sorted(known))}"
+            )
+
+
+_NUM = (int, float)
+
+
+def load_spec(path: str | Path) -> ValidateSpec:
+    """Parse and check a spec; every problem is one line naming the key."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as e:
+        raise ValidateError(f"{p}: {e.strerror or e}", fix="give the path of a spec") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValidateError(f"{p}: not TOML ({e})") from None
+
+    def table(name: str) -> Mapping[str, Any]:
+        t = doc.get(name, {})
+        if not isinstance(t, dict):
+            raise ValidateError(f"{p}: [{name}] must be a table")
+        return t
+
+    _keys(doc, {"experiment", "cluster", "controller", "job", "quick", "sim"}, str(p))
+    exp, cl, ctl, job, quick = (
+        table(n) for n in ("experiment", "cluster", "controller", "job", "quick")
+    )
+    w = f"{p}: [experiment]"
+    known = {"name", "policies", "loads", "jobs", "seed", "paper_nodes", "mean_runtime",
+             "runtime_power", "min_runtime", "max_runtime", "drain_timeout", "poll_s"}  # fmt: skip
+    _keys(exp, known, w)
+    policies = tuple(_get(exp, "policies", (list,), w, list(POLICIES)))
+    for pol in policies:
+        if pol not in POLICIES:
+            raise ValidateError(f"{w}.policies: {pol!r} is not one of {', '.join(POLICIES)}")
+    loads = tuple(float(x) for x in _get(exp, "loads", (list,), w, [0.5, 0.8]))
+    wc = f"{p}: [cluster]"
+    _keys(cl, {"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"}, wc)
+    cpus = cl.get("cpus_per_node")
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, _NUM) or cpus <= 0):
+        raise ValidateError(f"{wc}.cpus_per_node: a number > 0, e.g. 1")
+    wt = f"{p}: [controller]"
+    _keys(ctl, {"quantum"}, wt)
+    wj = f"{p}: [job]"
+    _keys(job, {"compute_ms", "device_wait_ms", "bytes", "wait", "rate_seconds", "rate_repeats"},
+          wj)  # fmt: skip
+    sims_raw = doc.get("sim", [{"label": "calibrated"}])
+    if not isinstance(sims_raw, list) or not sims_raw:
+        raise ValidateError(f"{p}: [[sim]] must be a list of tables", fix='[[sim]] label = "..."')
+    sims = []
+    for i, s in enumerate(sims_raw):
+        ws = f"{p}: [[sim]] #{i + 1}"
+        if not isinstance(s, dict):
+            raise ValidateError(f"{ws}: must be a table")
+        _keys(s, {"label", "calibration", "cpu"}, ws)
+        cpu = s.get("cpu", "measured")
+        if cpu != "measured" and (
+            isinstance(cpu, bool) or not isinstance(cpu, _NUM) or not 0 < cpu <= 1
+        ):
+            raise ValidateError(f'{ws}.cpu: "measured" or a CPU share in (0, 1]')
+        sims.append(
+            SimVariant(
+                label=_get(s, "label", (str,), ws, ...),
+                calibration=_get(s, "calibration", (str,), ws, "default"),
+                cpu=None if cpu == "measured" else float(cpu),
+            )
+        )
+    if len({s.label for s in sims}) != len(sims):
+        raise ValidateError(f"{p}: [[sim]] labels must be unique")
+    wq = f"{p}: [quick]"
+    _keys(quick, {"jobs", "loads", "mean_runtime", "rate_seconds", "rate_repeats",
+                  "drain_timeout"}, wq)  # fmt: skip
+    spec = ValidateSpec(
+        name=_get(exp, "name", (str,), w, p.stem),
+        path=p,
+        policies=policies,
+        loads=loads,
+        jobs=_get(exp, "jobs", (int,), w, 100),
+        seed=_get(exp, "seed", (int,), w, 1),
+        paper_nodes=_get(exp, "paper_nodes", (int,), w, 16),
+        mean_runtime=float(_get(exp, "mean_runtime", _NUM, w, 2.5)),
+        runtime_power=float(_get(exp, "runtime_power", _NUM, w, 0.35)),
+        min_runtime=float(_get(exp, "min_runtime", _NUM, w, 0.5)),
+        max_runtime=float(_get(exp, "max_runtime", _NUM, w, 40.0)),
+        drain_timeout=float(_get(exp, "drain_timeout", _NUM, w, 600.0)),
+        poll_s=float(_get(exp, "poll_s", _NUM, w, 1.0)),
+        nodes=_get(cl, "nodes", (int,), wc, 2),
+        link=_get(cl, "link", (str,), wc, "myrinet"),
+        cpus_per_node=float(cpus) if cpus is not None else None,
+        cpu_mechanism=_get(cl, "cpu_mechanism", (str,), wc, "auto"),
+        cfs_period_us=_get(cl, "cfs_period_us", (int,), wc, 10_000),
+        cgroup=_get(cl, "cgroup", (str,), wc, "auto"),
+        quantum=float(_get(ctl, "quantum", _NUM, wt, 0.2)),
+        compute_ms=float(_get(job, "compute_ms", _NUM, wj, 2.0)),
+        device_wait_ms=float(_get(job, "device_wait_ms", _NUM, wj, 2.5)),
+        nbytes=_get(job, "bytes", (int,), wj, 8193),
+        wait=_get(job, "wait", (str,), wj, "block"),
+        rate_seconds=float(_get(job, "rate_seconds", _NUM, wj, 2.0)),
+        rate_repeats=_get(job, "rate_repeats", (int,), wj, 3),
+        sims=tuple(sims),
+        quick=dict(quick),
+    )
+    _check(spec, str(p))
+    _check(spec.quick_version(), f"{p}: [quick]")
+    return spec
+
+
+def _check(s: ValidateSpec, where: str) -> None:
+    """Values in range (the table's own checks are types and names)."""
+    problems = [
+        (s.jobs >= 2, "jobs must be >= 2 (a load needs two arrivals)"),
+        (bool(s.loads) and all(0 < x < 1.5 for x in s.loads), "loads must be in (0, 1.5)"),
+        (bool(s.policies), "policies must not be empty"),
+        (s.paper_nodes >= 1 and s.nodes >= 1, "paper_nodes and nodes must be >= 1"),
+        (s.mean_runtime > 0, "mean_runtime must be > 0"),
+        (0 < s.runtime_power <= 1, "runtime_power must be in (0, 1]"),
+        (0 < s.min_runtime < s.max_runtime, "0 < min_runtime < max_runtime"),
+        (s.drain_timeout > 0 and s.poll_s > 0, "drain_timeout and poll_s must be > 0"),
+        (s.quantum >= 0.01, "quantum must be >= 0.01 s"),
+        (s.compute_ms > 0 and s.device_wait_ms >= 0 and s.nbytes >= 0, "job times must be >= 0"),
+        (s.wait in WAITS, f"wait must be one of {', '.join(WAITS)}"),
+        (s.rate_seconds > 0 and s.rate_repeats >= 1, "rate_seconds > 0, rate_repeats >= 1"),
+    ]  # fmt: skip
+    for ok, what in problems:
+        if not ok:
+            raise ValidateError(f"{where}: {what}")
+
+
+# ---- the stream (pure) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamEntry:
+    """One Lublin job and what it became here (module docstring)."""
+
+    index: int
+    lublin_submit: float
+    lublin_size: int
+    lublin_runtime: float
+    size: int
+    runtime: float  # nominal dedicated run time here, s
+    clipped: bool = False
+
+
+def map_size(size: int, nodes: int, paper_nodes: int = 16) -> int:
+    """Serial stays serial; parallel ``s`` of ``paper_nodes`` -> ``max(2, ceil(s·nodes/paper))``
+    of ``nodes``, at most ``nodes`` (module docstring says why not plain proportional)."""
+    if size < 1 or nodes < 1 or paper_nodes < 1:
+        raise ValueError("sizes and node counts must be >= 1")
+    if size == 1:
+        return 1
+    return min(nodes, max(2, math.ceil(size * nodes / paper_nodes)))
+
+
+def map_runtimes(
+    raw: Sequence[float], power: float, mean: float, lo: float, hi: float
+) -> list[tuple[float, bool]]:
+    """``c · max(1, t)^power`` with the mean of the unclipped values ``mean``, clipped to
+    ``[lo, hi]``; each with whether it was clipped. (Lublin's 0 s jobs count as 1 s.)"""
+    if not raw:
+        return []
+    if not 0 < power <= 1 or mean <= 0 or not 0 < lo < hi:
+        raise ValueError("need 0 < power <= 1, mean > 0 and 0 < lo < hi")
+    y = [max(1.0, float(t)) ** power for t in raw]
+    c = mean / (math.fsum(y) / len(y))
+    out = []
+    for v in y:
+        r = c * v
+        out.append((min(hi, max(lo, r)), not lo <= r <= hi))
+    return out
+
+
+def make_stream(spec: ValidateSpec) -> list[StreamEntry]:
+    """The spec's Lublin jobs mapped to this cluster (sizes, nominal run times)."""
+    from testbed.sim.workloads.lublin import generate_lublin
+
+    lub = generate_lublin(spec.jobs, nodes=spec.paper_nodes, seed=spec.seed)
+    times = map_runtimes(
+        [j.runtime for j in lub],
+        spec.runtime_power,
+        spec.mean_runtime,
+        spec.min_runtime,
+        spec.max_runtime,
+    )
+    return [
+        StreamEntry(
+            index=k,
+            lublin_submit=j.submit,
+            lublin_size=j.size,
+            lublin_runtime=j.runtime,
+            size=map_size(j.size, spec.nodes, spec.paper_nodes),
+            runtime=r,
+            clipped=clipped,
+        )
+        for k, (j, (r, clipped)) in enumerate(zip(lub, times, strict=True))
+    ]
+
+
+@dataclass
+class SizeRate:
+    """A job size's dedicated behaviour here (module docstring, "Dedicated time")."""
+
+    size: int
+    rate: float  # barriers per second alone
+    overhead_s: float  # controller's execution time - iterations / rate
+    cpu_share: float  # the ranks' CPU / wall in the loop, alone
+    samples: list[dict[str, float]] = field(default_factory=list)
+
+    def iterations(self, runtime: float) -> int:
+        return max(1, round((runtime - self.overhead_s) * self.rate))
+
+    def dedicated(self, iterations: int) -> float:
+        return self.overhead_s + iterations / self.rate
+
+
+@dataclass
+class Rates:
+    ns_per_iteration: float
+    gcomp: int
+    sizes: dict[int, SizeRate]
+    other_cores: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["sizes"] = {str(k): asdict(v) for k, v in self.sizes.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Rates:
+        return cls(
+            ns_per_iteration=float(d["ns_per_iteration"]),
+            gcomp=int(d["gcomp"]),
+            sizes={int(k): SizeRate(**v) for k, v in d["sizes"].items()},
+            other_cores=d.get("other_cores"),
+        )
+
+
+def summarize_rates(samples: Mapping[int, Sequence[Mapping[str, float]]]) -> dict[int, SizeRate]:
+    """Per size: mean rate, mean overhead, mean CPU share over the repeats.
+
+    Each sample has ``iterations``, ``rate`` (rank 0's barriers/s), ``exec_s``
+    (the controller's start to end) and ``cpu`` (ranks' mean CPU/wall).
+    """
+    out = {}
+    for size, ss in samples.items():
+        if not ss:
+            raise ValueError(f"no rate samples for size {size}")
+        rate = sum(s["rate"] for s in ss) / len(ss)
+        overhead = sum(s["exec_s"] - s["iterations"] / s["rate"] for s in ss) / len(ss)
+        cpu = sum(s["cpu"] for s in ss) / len(ss)
+        out[size] = SizeRate(size, rate, max(0.0, overhead), cpu, [dict(s) for s in ss])
+    return out
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of one run: its work, its dedicated time here, its arrival at this load."""
+
+    index: int
+    size: int
+    runtime: float  # nominal
+    iterations: int
+    dedicated_s: float
+    arrival_s: float
+
+
+def plan_jobs(
+    stream: Sequence[StreamEntry], rates: Rates, nodes: int, load: float
+) -> list[PlannedJob]:
+    """Iterations from the measured rate; arrivals stretched to ``load`` (load.py)."""
+    from testbed.sim.job import SimJob
+    from testbed.sim.workloads.load import scale_to_load
+
+    work = []
+    sims = []
+    for e in stream:
+        r = rates.sizes[e.size]
+        it = r.iterations(e.runtime)
+        d = r.dedicated(it)
+        work.append((it, d))
+        sims.append(SimJob(job_id=e.index + 1, submit=e.lublin_submit, size=e.size, runtime=d,
+                           estimate=d))  # fmt: skip
+    scaled = scale_to_load(sims, nodes, load)
+    first = min(j.submit for j in scaled)
+    return [
+        PlannedJob(e.index, e.size, e.runtime, it, d, j.submit - first)
+        for e, (it, d), j in zip(stream, work, scaled, strict=True)
+    ]
+
+
+def job_argv(spec: ValidateSpec, gcomp: int, iterations: int, python: str = "") -> list[str]:
+    """The fine-grain job's command line (apps/synthetic.py flags)."""
+    return [
+        python or sys.executable, "-m", "apps.synthetic",
+        "--iterations", str(iterations),
+        "--gcomp", str(gcomp),
+        "--gio", "1" if spec.device_wait_ms > 0 or spec.nbytes > 0 else "0",
+        "--bytes", str(spec.nbytes),
+        "--device-latency", f"{spec.device_wait_ms / 1000.0:g}",
+        "--wait", spec.wait,
+        "--connect-timeout", "120",
+    ]  # fmt: skip
+
+
+# ---- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LiveJob:
+    index: int
+    size: int
+    iterations: int
+    dedicated_s: float
+    arrival_s: float  # planned, from the run's first submission
+    job_id: int | None = None
+    state: str = "unsubmitted"
+    submit_s: float | None = None  # the controller's clock, from the run's first submission
+    start_s: float | None = None
+    end_s: float | None = None
+    cpu_s: float | None = None  # the controller's accounting, all ranks
+    cpu_ratio: float | None = None  # rank 0's CPU/wall in its loop (frozen time included)
+    barriers: int | None = None
+
+    @property
+    def response_s(self) -> float | None:
+        if self.submit_s is None or self.end_s is None or self.state != "done":
+            return None
+        return self.end_s - self.submit_s
+
+
+@dataclass
+class LiveRun:
+    policy: str
+    load: float
+    jobs: list[LiveJob]
+    quanta: int = 0
+    matching_success_ratio: float | None = None
+    rows: list[tuple[float, int, int]] = field(default_factory=list)  # (t, rows, jobs shown)
+    other_cores: float | None = None
+    killed: int = 0
+    wall_seconds: float = 0.0
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SimJobTimes:
+    index: int
+    submit_s: float
+    start_s: float | None
+    end_s: float | None
+
+
+@dataclass
+class SimRun:
+    variant: str
+    policy: str
+    load: float
+    calibration: str
+    interference: float
+    context_switch: float
+    cpu: dict[int, float]  # CPU share per job size used
+    jobs: list[SimJobTimes]
+    rows: list[tuple[float, int]] = field(default_factory=list)
+    matching_success_rate: float | None = None
+    quanta: float = 0.0
+    seconds: float = 0.0
+
+
+@dataclass
+class ValidationResult:
+    meta: dict[str, Any]
+    stream: list[StreamEntry]
+    rates: Rates | None = None
+    live: list[LiveRun] = field(default_factory=list)
+    sim: list[SimRun] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        d = {
+            "meta": self.meta,
+            "stream": [asdict(e) for e in self.stream],
+            "rates": self.rates.to_dict() if self.rates else None,
+            "live": [asdict(r) for r in self.live],
+            "sim": [{**asdict(r), "cpu": {str(k): v for k, v in r.cpu.items()}} for r in self.sim],
+        }
+        return json.dumps(d, indent=1) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ValidationResult:
+        live = []
+        for r in d.get("live", []):
+            r = dict(r)
+            r["jobs"] = [LiveJob(**j) for j in r["jobs"]]
+            r["rows"] = [tuple(x) for x in r.get("rows", [])]
+            live.append(LiveRun(**r))
+        sims = []
+        for r in d.get("sim", []):
+            r = dict(r)
+            r["jobs"] = [SimJobTimes(**j) for j in r["jobs"]]
+            r["rows"] = [tuple(x) for x in r.get("rows", [])]
+            r["cpu"] = {int(k): float(v) for k, v in r["cpu"].items()}
+            sims.append(SimRun(**r))
+        return cls(
+            meta=dict(d.get("meta") or {}),
+            stream=[StreamEntry(**e) for e in d.get("stream", [])],
+            rates=Rates.from_dict(d["rates"]) if d.get("rates") else None,
+            live=live,
+            sim=sims,
+        )
+
+    def live_run(self, policy: str, load: float) -> LiveRun | None:
+        for r in self.live:
+            if r.policy == policy and abs(r.load - load) < 1e-9:
+                return r
+        return None
+
+
+def read_result(path: Path) -> ValidationResult:
+    try:
+        return ValidationResult.from_dict(json.loads(path.read_text()))
+    except OSError as e:
+        raise ValidateError(
+            f"{path}: {e.strerror or e}", fix="run the live part first (as root, without flags)"
+        ) from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise ValidateError(f"{path}: not a validation result ({e})") from None
+
+
+# ---- the simulated side (seconds) ---------------------------------------------------------
+
+
+def _rows_of(matrix: Sequence[Sequence[int | None]]) -> int:
+    return sum(1 for row in matrix if any(c is not None for c in row))
+
+
+def sim_jobs(run: LiveRun, cpu: Mapping[int, float]) -> list[Any]:
+    """The live run's jobs as simulator jobs: size, recorded submit time, dedicated time."""
+    from testbed.sim.job import Phase, SimJob
+    from testbed.sim.workloads.synthetic import HOMOGENEOUS_BARRIER
+
+    out = []
+    for j in run.jobs:
+        submit = j.submit_s if j.submit_s is not None else j.arrival_s
+        out.append(
+            SimJob(
+                job_id=j.index + 1,
+                submit=max(0.0, submit),
+                size=j.size,
+                runtime=j.dedicated_s,
+                estimate=j.dedicated_s,
+                phases=(Phase(1.0, cpu[j.size]),),
+                barrier=HOMOGENEOUS_BARRIER,
+            )
+        )
+    return out
+
+
+def run_sim(run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Rates) -> SimRun:
+    """One live run through the simulator (exact mode, same quantum and policy)."""
+    from controller.policies.base import GangPolicy
+    from controller.policies.registry import make_policy
+    from testbed.sim.calibration import resolve_calibration
+    from testbed.sim.engine import simulate
+    from testbed.sim.results import SimConfig
+
+    cal = resolve_calibration(None if variant.calibration == "default" else variant.calibration)
+    if cal.context_switch >= spec.quantum:
+        raise ValidateError(
+            f"calibrated context switch {cal.context_switch} s is not below the quantum "
+            f"{spec.quantum} s",
+            fix="use a longer quantum",
+        )
+    sizes = {j.size for j in run.jobs}
+    cpu = {s: (variant.cpu if variant.cpu is not None else rates.sizes[s].cpu_share) for s in sizes}
+    jobs = sim_jobs(run, cpu)
+    policy = make_policy(run.policy, spec.nodes, {})
+    if not isinstance(policy, GangPolicy):
+        raise ValidateError(f"{run.policy} is not a gang policy")
+    rows: list[tuple[float, int]] = []
+    inner = policy.next_quantum
+    view = policy.matrix_view
+
+    def next_quantum(now: float) -> Any:
+        plan = inner(now)
+        rows.append((now, _rows_of(view())))
+        return plan
+
+    policy.next_quantum = next_quantum  # type: ignore[method-assign]
+    config = SimConfig(
+        nodes=spec.nodes,
+        quantum=spec.quantum,
+        context_switch=cal.context_switch,
+        interference=cal.interference,
+        mode="exact",
+    )
+    t0 = time.perf_counter()
+    res = simulate(jobs, policy, config)
+    seconds = time.perf_counter() - t0
+    m = res.matching
+    by_id = {j.job_id: k for k, j in enumerate(res.jobs)}
+
+    def f(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
+    times = [
+        SimJobTimes(j.index, jobs[j.index].submit, f(res.start[by_id[j.index + 1]]),
+                    f(res.end[by_id[j.index + 1]]))
+        for j in run.jobs
+    ]  # fmt: skip
+    return SimRun(
+        variant=variant.label,
+        policy=run.policy,
+        load=run.load,
+        calibration=cal.source,
+        interference=cal.interference,
+        context_switch=cal.context_switch,
+        cpu=cpu,
+        jobs=times,
+        rows=_thin_rows(rows),
+        matching_success_rate=(m.matched / m.quanta) if m and m.quanta and
+        run.policy != "gang" else None,
+        quanta=m.quanta if m else 0.0,
+        seconds=seconds,
+    )  # fmt: skip
+
+
+def _thin_rows(rows: list[tuple[float, int]], step: float = 0.5) -> list[tuple[float, int]]:
+    """Keep a sample whenever the row count changes, or every ``step`` s of virtual time."""
+    out: list[tuple[float, int]] = []
+    for t, n in rows:
+        if not out or n != out[-1][1] or t - out[-1][0] >= step:
+            out.append((round(t, 4), n))
+    return out
+
+
+def simulate_all(result: ValidationResult, spec: ValidateSpec, say: Say = print) -> None:
+    """Every ``[[sim]]`` variant of every live run (replaces ``result.sim``)."""
+    if result.rates is None or not result.live:
+        raise ValidateError(
+            "no live runs in the saved result", fix="run the live part first (as root)"
+        )
+    result.sim = []
+    for variant in spec.sims:
+        for run in result.live:
+            s = run_sim(run, spec, variant, result.rates)
+            result.sim.append(s)
+            say(f"sim {variant.label}: {run.policy} at load {run.load:g} ({s.seconds:.2f} s)")
+    result.meta["simulated"] = time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+# ---- the live side (root) ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _controller(state_path: str, policy: str, quantum: float, run_dir: Path) -> Iterator[Any]:
+    """A fresh controller on the cluster; its client; shut down and reaped on exit."""
+    from controller.client import ControllerClient, ControllerError
+    from testbed.experiment.runner import _stop, _wait_socket
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable, "-m", "controller",
+        "--policy", policy,
+        "--quantum", str(quantum),
+        "--cluster-state", state_path,
+        "--run-dir", str(run_dir),
+        "--log-level", "WARNING",
+    ]  # fmt: skip
+    with (run_dir / "controller.log").open("w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    client = ControllerClient(str(run_dir / "controller.sock"), retry=20.0, timeout=10.0)
+    try:
+        _wait_socket(run_dir / "controller.sock", proc)
+        yield client
+        with contextlib.suppress(ControllerError, OSError):
+            client.request("shutdown", checkpoint=False)
+    finally:
+        client.close()
+        _stop(proc)
+
+
+def _submit(client: Any, name: str, size: int, argv: list[str]) -> int:
+    res = client.request(
+        "submit",
+        spec={"name": name, "size": size, "argv": argv, "class": "production", "cwd": str(REPO)},
+    )
+    return int(res["job_id"])
+
+
+def _rank0_report(client: Any, jid: int) -> dict[str, Any]:
+    from testbed.experiment.runner import _last_json
+
+    with contextlib.suppress(Exception):
+        ranks = client.request("job", job_id=jid).get("ranks") or []
+        if ranks and ranks[0].get("stdout"):
+            return _last_json(Path(ranks[0]["stdout"]))
+    return {}
+
+
+def _reports(client: Any, jid: int) -> list[dict[str, Any]]:
+    from testbed.experiment.runner import _last_json
+
+    out = []
+    with contextlib.suppress(Exception):
+        for r in client.request("job", job_id=jid).get("ranks") or []:
+            if r.get("stdout"):
+                out.append(_last_json(Path(r["stdout"])))
+    return out
+
+
+def _records(client: Any) -> dict[int, dict[str, Any]]:
+    return {int(r["job_id"]): r for r in client.request("jobs", all=True)}
+
+
+def _wait_ended(client: Any, ids: Sequence[int], timeout: float) -> dict[int, dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        recs = _records(client)
+        mine = {j: recs[j] for j in ids if j in recs}
+        if len(mine) == len(ids) and all(r["state"] in TERMINAL for r in mine.values()):
+            return mine
+        if time.monotonic() > deadline:
+            raise ValidateError(f"jobs {list(ids)} did not end within {timeout:g} s")
+        time.sleep(0.1)
+
+
+def measure_rates(spec: ValidateSpec, state_path: str, ns: float, run_dir: Path, say: Say) -> Rates:
+    """Each job size alone, ``rate_repeats`` times, interleaved (module docstring)."""
+    from testbed.experiment import hostload
+
+    gcomp = max(1, round(spec.compute_ms * 1e6 / ns))
+    iterations = max(10, round(spec.rate_seconds / spec.iteration_s()))
+    sizes = sorted({1, *[s for s in range(2, spec.nodes + 1)]})
+    samples: dict[int, list[dict[str, float]]] = {s: [] for s in sizes}
+    before = hostload.sample()
+    with _controller(state_path, "gang", spec.quantum, run_dir) as client:
+        for rep in range(spec.rate_repeats):
+            for size in sizes:
+                jid = _submit(client, f"rate-s{size}-r{rep}", size,
+                              job_argv(spec, gcomp, iterations))  # fmt: skip
+                rec = _wait_ended(client, [jid], spec.rate_seconds * 10 + 60)[jid]
+                reports = _reports(client, jid)
+                if rec["state"] != "done" or not reports or "barriers_per_second" not in reports[0]:
+                    raise ValidateError(
+                        f"rate measurement: job {jid} (size {size}) {rec['state']}",
+                        fix=f"see {run_dir}/controller.log and the job's output",
+                    )
+                cpus = [float(r["cpu_ratio"]) for r in reports if "cpu_ratio" in r]
+                s = {
+                    "iterations": float(iterations),
+                    "rate": float(reports[0]["barriers_per_second"]),
+                    "exec_s": float(rec["end_time"]) - float(rec["start_time"]),
+                    "cpu": sum(cpus) / len(cpus),
+                }
+                samples[size].append(s)
+                say(
+                    f"    size {size}: {s['rate']:.1f} iterations/s, CPU {s['cpu']:.3f}, "
+                    f"overhead {s['exec_s'] - iterations / s['rate']:.3f} s"
+                )
+    other = hostload.other_cores(before, hostload.sample())
+    return Rates(ns, gcomp, summarize_rates(samples), other)
+
+
+def run_live(
+    spec: ValidateSpec,
+    policy: str,
+    load: float,
+    planned: Sequence[PlannedJob],
+    gcomp: int,
+    state_path: str,
+    run_dir: Path,
+    say: Say,
+) -> LiveRun:
+    """One policy at one load: submit at arrival times, poll the matrix, drain."""
+    from testbed.experiment import hostload
+
+    jobs = [LiveJob(p.index, p.size, p.iterations, p.dedicated_s, p.arrival_s) for p in planned]
+    run = LiveRun(policy=policy, load=load, jobs=jobs)
+    began = time.monotonic()
+    before = hostload.sample()
+    with _controller(state_path, policy, spec.quantum, run_dir) as client:
+        ids: dict[int, LiveJob] = {}
+        t0 = time.monotonic()
+        wall0: float | None = None
+        next_poll = t0
+        pending = sorted(jobs, key=lambda j: (j.arrival_s, j.index))
+        k = 0
+
+        def poll() -> None:
+            nonlocal next_poll
+            with contextlib.suppress(Exception):
+                m = client.request("matrix")
+                rows = _rows_of(m.get("slots") or [])
+                shown = len(m.get("jobs") or {})
+                base = wall0 if wall0 is not None else time.time()
+                run.rows.append((round(time.time() - base, 3), rows, shown))
+            next_poll += spec.poll_s
+
+        while k < len(pending):
+            now = time.monotonic()
+            due = t0 + pending[k].arrival_s
+            if now >= due:
+                j = pending[k]
+                jid = _submit(client, f"v{j.index:03d}-s{j.size}", j.size,
+                              job_argv(spec, gcomp, j.iterations))  # fmt: skip
+                j.job_id, j.state = jid, "submitted"
+                ids[jid] = j
+                if wall0 is None:
+                    wall0 = float(_records(client)[jid]["submit_time"])
+                k += 1
+            elif now >= next_poll:
+                poll()
+            else:
+                time.sleep(min(due, next_poll) - now)
+        deadline = time.monotonic() + spec.drain_timeout
+        kill_sent = False
+        while True:
+            recs = _records(client)
+            if all(recs.get(i, {}).get("state") in TERMINAL for i in ids):
+                break
+            if time.monotonic() > deadline and not kill_sent:
+                for i in ids:
+                    if recs.get(i, {}).get("state") not in TERMINAL:
+                        with contextlib.suppress(Exception):
+                            client.request("kill", job_id=i)
+                            run.killed += 1
+                kill_sent = True
+                deadline = time.monotonic() + 30.0
+            elif time.monotonic() > deadline:
+                break
+            if time.monotonic() >= next_poll:
+                poll()
+            time.sleep(0.25)
+        status = client.request("status")
+        run.quanta = int(status.get("quanta") or 0)
+        if policy != "gang":
+            run.matching_success_ratio = status.get("matching_success_ratio")
+        run.status = {
+            k_: status.get(k_) for k_ in ("quanta", "skew_p50_s", "skew_p99_s",
+                                          "cluster_cpu_utilization", "slot_partner_ratio")
+        }  # fmt: skip
+        base = wall0 or 0.0
+        for jid, j in ids.items():
+            r = recs.get(jid) or {}
+            j.state = str(r.get("state", "unknown"))
+            for attr, key in (("submit_s", "submit_time"), ("start_s", "start_time"),
+                              ("end_s", "end_time")):  # fmt: skip
+                v = r.get(key)
+                setattr(j, attr, round(float(v) - base, 6) if isinstance(v, int | float) else None)
+            j.cpu_s = float(r.get("cpu_s") or 0.0)
+            rep = _rank0_report(client, jid)
+            j.cpu_ratio = rep.get("cpu_ratio")
+            j.barriers = rep.get("barriers")
+    run.other_cores = hostload.other_cores(before, hostload.sample())
+    run.wall_seconds = time.monotonic() - began
+    return run
+
+
+def _host() -> dict[str, Any]:
+    import platform
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    return {"kernel": platform.release(), "cores": len(os.sched_getaffinity(0)),
+            "commit": commit or "unknown"}  # fmt: skip
+
+
+def run_validation(
+    spec: ValidateSpec, out: Path, *, quick: bool, reuse_cluster: bool = False, say: Say = print
+) -> ValidationResult:
+    """Rates, then every (policy, load) live, then the simulations; saves after each run."""
+    from testbed.experiment.cdcrun import calibrate as ns_per_iteration
+    from testbed.experiment.runner import ExperimentError, _cluster
+
+    if os.geteuid() != 0:
+        raise ValidateError(
+            "the live runs need root (network namespaces, cgroups)",
+            fix="run with sudo, or pass --sim-only / --report-only to work on saved data",
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    stream = make_stream(spec)
+    clipped = sum(e.clipped for e in stream)
+    meta: dict[str, Any] = {
+        "spec": spec.to_dict(),
+        "quick": quick,
+        "host": _host(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    result = ValidationResult(meta=meta, stream=stream)
+    save = out / "results.json"
+    work = Path(f"/tmp/cosched-validate-{os.getpid()}")
+    ns = ns_per_iteration()
+    say(f"compute loop: {ns:.1f} ns per iteration; {len(stream)} jobs, {clipped} run times clipped")
+    try:
+        with _cluster(spec, reuse_cluster, say) as cluster:
+            meta["cluster"] = {k: v for k, v in cluster.items() if k != "state"}
+            say(f"dedicated rates ({spec.rate_repeats} x each size, {spec.rate_seconds:g} s):")
+            result.rates = measure_rates(spec, cluster["state"], ns, work / "rates", say)
+            for s in result.rates.sizes.values():
+                say(f"  size {s.size}: {s.rate:.1f} iterations/s, overhead {s.overhead_s:.3f} s, "
+                    f"CPU share {s.cpu_share:.3f}")  # fmt: skip
+            save.write_text(result.to_json())
+            total = len(spec.policies) * len(spec.loads)
+            n = 0
+            for load in spec.loads:
+                planned = plan_jobs(stream, result.rates, spec.nodes, load)
+                for policy in spec.policies:
+                    n += 1
+                    span = max(p.arrival_s for p in planned)
+                    say(f"[{n}/{total}] {policy}, load {load:g}: {len(planned)} jobs over "
+                        f"{span:.0f} s")  # fmt: skip
+                    run = run_live(spec, policy, load, planned, result.rates.gcomp,
+                                   cluster["state"], work / f"{policy}-{load:g}", say)  # fmt: skip
+                    result.live.append(run)
+                    say("    " + live_line(run))
+                    save.write_text(result.to_json())  # partial results survive
+    except ExperimentError as e:
+        raise ValidateError(str(e)) from None
+    meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    simulate_all(result, spec, say)
+    save.write_text(result.to_json())
+    return result
+
+
+def live_line(run: LiveRun) -> str:
+    done = [j for j in run.jobs if j.response_s is not None]
+    resp = sum(j.response_s or 0.0 for j in done) / len(done) if done else math.nan
+    parts = [f"{len(done)}/{len(run.jobs)} done", f"mean response {resp:.2f} s",
+             f"{run.quanta} quanta"]  # fmt: skip
+    if run.matching_success_ratio is not None:
+        parts.append(f"matched {run.matching_success_ratio:.0%}")
+    if run.other_cores is not None:
+        parts.append(f"host busy outside {run.other_cores:.2f} cores")
+    if run.killed:
+        parts.append(f"{run.killed} killed at the drain timeout")
+    return ", ".join(parts)
+
+
+# ---- entry point -------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m testbed.experiment.validate",
+        description="Simulator vs live cluster on a Lublin stream (seed 000 §4.2 scaled "
+        "down): strict and paired gang at two loads, live and simulated; writes report.md, "
+        "PNGs and results.json.",
+    )
+    ap.add_argument("spec", nargs="?", default=str(DEFAULT_SPEC),
+                    help="default experiments/sim-vs-live.toml")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default results/<name> (results/<name>-quick with --quick)")  # fmt: skip
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="the [quick] table: a handful of jobs at one load (about 2 minutes)",
+    )
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--sim-only",
+        action="store_true",
+        help="re-run the simulations on OUT/results.json's live data (no root)",
+    )
+    mode.add_argument(
+        "--report-only", action="store_true", help="rewrite the report from OUT/results.json"
+    )
+    ap.add_argument(
+        "--reuse-cluster",
+        action="store_true",
+        help="run on a cluster that is already up (same node count)",
+    )
+    args = ap.parse_args(argv)
+    from testbed.experiment import validatereport
+
+    try:
+        spec = load_spec(args.spec)
+        if args.quick:
+            spec = spec.quick_version()
+        out = args.out or Path("results") / (spec.name + ("-quick" if args.quick else ""))
+        if args.report_only or args.sim_only:
+            result = read_result(out / "results.json")
+            if args.sim_only:
+                simulate_all(result, spec, print)
+                (out / "results.json").write_text(result.to_json())
+        else:
+            result = run_validation(spec, out, quick=args.quick, reuse_cluster=args.reuse_cluster)
+        for p in validatereport.write_report(result, out):
+            print(p)
+        for line in validatereport.verdict_lines(result):
+            print(line)
+    except CoschedError as e:
+        print(f"validate: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("validate: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = [
+    "LiveJob",
+    "LiveRun",
+    "PlannedJob",
+    "Rates",
+    "SimRun",
+    "SimVariant",
+    "SizeRate",
+    "StreamEntry",
+    "ValidateError",
+    "ValidateSpec",
+    "ValidationResult",
+    "job_argv",
+    "load_spec",
+    "make_stream",
+    "map_runtimes",
+    "map_size",
+    "plan_jobs",
+    "read_result",
+    "run_sim",
+    "simulate_all",
+    "summarize_rates",
+]
