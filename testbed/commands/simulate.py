@@ -92,14 +92,21 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--context-switch",
         type=float,
-        default=0.0,
-        help="context-switch cost in seconds (default 0)",
+        default=None,
+        help="context-switch cost in seconds (default: from the calibration)",
     )
     p.add_argument(
         "--interference",
         type=float,
-        default=0.05,
-        help="speed lost while sharing a node, 0..1 (default 0.05)",
+        default=None,
+        help="speed lost while sharing a node, 0..1 (default: from the calibration)",
+    )
+    p.add_argument(
+        "--calibration",
+        default=None,
+        metavar="PATH|none",
+        help="the execution model measured live by `cosched calibrate` (default: the "
+        "committed experiments/calibration.toml; none: built-in 0.05 interference, 0 s switch)",
     )
     p.add_argument(
         "--skip-bad-lines", action="store_true", help="skip malformed SWF lines (they are counted)"
@@ -246,12 +253,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if info.skipped_lines:
         print(f"skipped {info.skipped_lines} malformed lines of {args.workload}", file=sys.stderr)
     mode = args.mode or ("fluid" if info.n_jobs > 20000 else "exact")
+    gang = any(e.family == "gang" for e in entries)
+    model = _execution_model(args) if gang else None
     try:
         config = SimConfig(
             nodes=nodes,
             quantum=args.quantum,
-            context_switch=args.context_switch,
-            interference=args.interference,
+            context_switch=model[0] if model else 0.0,
+            interference=model[1] if model else 0.05,
             mode=mode,
         )
     except ValueError as exc:
@@ -279,9 +288,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             tag = entry.name if load is None else f"{entry.name}-load{load:g}"
             write_csv(args.out / f"jobs-{tag}.csv", rows)
             write_json(args.out / f"summary-{tag}.json", summary, res)
-    gang = any(e.family == "gang" for e in entries)
     where = f"; gang execution model {mode}" if gang else ""
     print(f"workload: {workloads[0][2].description}; nodes {nodes}{where}")
+    if model:
+        print(model[2])
     print(table(summaries))
     for s, res in zip(summaries, results, strict=True):
         for job_id, why in res.rejected[:5]:
@@ -294,6 +304,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             plot_slowdown_vs_load(args.out / "slowdown_vs_load.png", summaries)
     print(f"results in {args.out}/")
     return 0
+
+
+def _execution_model(args: argparse.Namespace) -> tuple[float, float, str]:
+    """(context switch, interference, a line saying where they came from).
+
+    Only gang policies use the execution model, so only they read the
+    calibration file; flags given on the command line win over it.
+    """
+    from testbed.sim.calibration import resolve_calibration
+
+    cal = resolve_calibration(args.calibration)
+    cs = cal.context_switch if args.context_switch is None else args.context_switch
+    interference = cal.interference if args.interference is None else args.interference
+    line = cal.describe()
+    if args.context_switch is not None or args.interference is not None:
+        line = (
+            f"execution model: interference {interference:.3f}, context switch "
+            f"{cs * 1000:.1f} ms (flags over {cal.source})"
+        )
+    return cs, interference, line
 
 
 def _run_one(simulate: Any, jobs: Any, policy: Any, config: Any, *, quiet: bool, label: str) -> Any:

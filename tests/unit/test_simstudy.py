@@ -115,3 +115,23 @@ def test_unknown_policy_names_the_run(tmp_path: Path) -> None:
     spec = simstudy.load_study(spec_path)
     with pytest.raises(simstudy.StudyError, match="run 'gang'"):
         simstudy.run_study(spec, quick=True, progress=False)
+
+
+def test_simulate_takes_the_execution_model_from_the_calibration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from testbed.cli import main
+
+    base = ["simulate", "--policy", "paired-gang", "--nodes", "8", "--jobs", "30"]
+    base += ["--mode", "fluid", "--quiet", "--out", str(tmp_path / "o")]
+    cal = _cal(tmp_path, interference=0.2, cs=0.05)
+    assert main([*base, "--calibration", str(cal)]) == 0
+    out = capsys.readouterr().out
+    assert f"execution model from {cal}: interference 0.200, context switch 50.0 ms" in out
+    assert main([*base, "--calibration", str(cal), "--interference", "0.1"]) == 0
+    assert "interference 0.100, context switch 50.0 ms (flags over" in capsys.readouterr().out
+    assert main([*base, "--calibration", "none"]) == 0
+    assert "from built-in: interference 0.050" in capsys.readouterr().out
+    assert main([*base, "--calibration", str(tmp_path / "missing.toml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cosched calibrate" in err
