@@ -299,6 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     job.add_argument("--port", type=int, default=None, help="the job's port (COSCHED_PORT)")
     job.add_argument(
+        "--wait",
+        choices=("spin", "block", "spinblock"),
+        default=None,
+        help="how a receive waits, the barrier's included (overrides COSCHED_WAIT; "
+        "default spin). block is what seed 000's barrier did: its jobs used "
+        "conventional Unix IPC (§3.2), where a waiting process sleeps in the kernel",
+    )
+    job.add_argument(
         "--connect-timeout",
         type=float,
         default=DEFAULT_CONNECT_TIMEOUT,
@@ -381,6 +389,8 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
             raise ConfigError(f"COSCHED_PEERS names {len(peers)} addresses for {size} ranks")
     try:
         wait = WaitMode.from_env(env)
+        if args.wait is not None:
+            wait = WaitMode(args.wait, wait.send, wait.spin_us)
         link = LinkEmu.from_env(env)
     except MPError as exc:
         raise ConfigError(str(exc)) from None

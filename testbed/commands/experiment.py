@@ -1,9 +1,10 @@
 """``cosched experiment run SPEC.toml``: a live experiment and its report.
 
 Two kinds of spec (testbed/experiment/spec.py): the paired-vs-gang mixes of
-seed 000 §4.1 and the job streams of seed 002 §5.3/§5.5 (cdc-policies).
-``cosched experiment report RESULTS.json`` writes a job-stream report again
-from its data.
+seed 000 §4.1 (with a ``[sweep]``: Figs. 8 and 9, the mixes once per cluster
+size or granularity) and the job streams of seed 002 §5.3/§5.5
+(cdc-policies). ``cosched experiment report RESULTS.json`` writes a report
+again from its data, whichever kind wrote it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ DESCRIPTION = (
     "controller once per configuration (and job mix, or load and MPL), run the synthetic "
     "program, and write a report (Markdown + PNG) that sets the paper's figures beside ours. "
     "Needs root. The cluster is torn down afterwards, also on failure or Ctrl-C.\n\n"
-    "paired-vs-gang.toml (seed 000 §4.1) takes --duration, --mixes, --configs; "
+    "paired-vs-gang.toml (seed 000 §4.1, Fig. 7; the 2-node file is the configuration "
+    "faithful to the paper's hardware) and the Fig. 8 / Fig. 9 sweeps take --duration, "
+    "--mixes, --configs; "
     "cdc-policies.toml (seed 002 §5.3, §5.5: every communication-driven scheme and BATCH "
     "on one seeded job stream) takes --quick, --schemes, --loads, --mpls, --jobs."
 )
@@ -30,9 +33,13 @@ EXAMPLES = (
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
     "  sudo cosched experiment run experiments/paired-vs-gang.toml --duration 10 --mixes 1\n"
     "  sudo cosched experiment run experiments/paired-vs-gang.toml --configs gang,paired-fig4\n"
+    "  sudo cosched experiment run experiments/paired-vs-gang-2node.toml\n"
+    "  sudo cosched experiment run experiments/fig8-cluster-size.toml --mixes 0,1,2\n"
+    "  sudo cosched experiment run experiments/fig9-granularity.toml --duration 10\n"
     "  sudo cosched experiment run experiments/cdc-policies.toml --quick\n"
     "  sudo cosched experiment run experiments/cdc-policies.toml --schemes sb,cc-b --mpls 5\n"
-    "  cosched experiment report results/cdc-policies/results.json"
+    "  cosched experiment report results/cdc-policies/results.json\n"
+    "  cosched experiment report results/paired-vs-gang-2node/results.json"
 )
 STREAM_ONLY = ("quick", "schemes", "loads", "mpls", "jobs")
 PAIRED_ONLY = ("duration", "mixes", "configs")
@@ -73,12 +80,14 @@ def add_commands(sub: Any) -> None:
     rep = command_parser(
         verbs,
         "report",
-        "write a job-stream report again from its results.json",
-        "Read the results.json a job-stream experiment wrote and write report.md and the "
-        "PNGs next to it (or in --out) again, e.g. after changing the report code.",
-        "  cosched experiment report results/cdc-policies/results.json",
+        "write an experiment's report again from its results.json",
+        "Read the results.json an experiment wrote (paired-vs-gang, a Fig. 8 / Fig. 9 "
+        "sweep, or a job stream) and write report.md and the PNGs next to it (or in --out) "
+        "again, e.g. after changing the report code.",
+        "  cosched experiment report results/cdc-policies/results.json\n"
+        "  cosched experiment report results/paired-vs-gang-2node/results.json",
     )
-    rep.add_argument("results", type=Path, help="results.json of a job-stream experiment")
+    rep.add_argument("results", type=Path, help="results.json of an experiment")
     rep.add_argument("--out", type=Path, default=None, help="report folder (default: beside it)")
     rep.set_defaults(func=cmd_report)
 
@@ -188,34 +197,109 @@ def _write_stream_report(result: Any, out: Path, markdown: Any, plots: Any) -> l
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write a job-stream report from its results.json."""
+    """Write an experiment's report from its results.json."""
     import json
-
-    from testbed.experiment.cdcreport import markdown, plots, text_summary
-    from testbed.experiment.cdcrun import StreamResult
 
     try:
         data = json.loads(args.results.read_text())
-        result = StreamResult.from_dict(data)
     except OSError as exc:
         raise ExperimentSpecError(
             f"cannot read {args.results}: {exc.strerror}", fix="give a results.json"
         ) from None
-    except (ValueError, TypeError, AttributeError) as exc:
+    except ValueError as exc:
         raise ExperimentSpecError(
-            f"{args.results} is not a job-stream results.json ({exc})",
-            fix="give the results.json a cdc-policies run wrote",
+            f"{args.results} is not JSON ({exc})", fix="give the results.json a run wrote"
         ) from None
     out = args.out or args.results.parent
+    if isinstance(data, dict) and "points" in data:
+        return _report_sweep(args.results, data, out)
+    if isinstance(data, dict) and any("mix" in r for r in data.get("runs") or []):
+        return _report_paired(args.results, data, out)
+    return _report_stream(args.results, data, out)
+
+
+def _report_stream(path: Path, data: Any, out: Path) -> int:
+    from testbed.experiment.cdcreport import markdown, plots, text_summary
+    from testbed.experiment.cdcrun import StreamResult
+
+    try:
+        result = StreamResult.from_dict(data)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ExperimentSpecError(
+            f"{path} is not an experiment's results.json ({exc})",
+            fix="give the results.json a run wrote",
+        ) from None
     _write_stream_report(result, out, markdown, plots)
     print(text_summary(result))
     print(f"\nreport: {out}/report.md")
     return 0
 
 
+def _report_paired(path: Path, data: Any, out: Path) -> int:
+    from testbed.experiment.report import text_summary
+    from testbed.experiment.runner import ExperimentResult
+
+    try:
+        result = ExperimentResult.from_dict(data)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ExperimentSpecError(
+            f"{path} is not a paired-vs-gang results.json ({exc})",
+            fix="give the results.json a run wrote",
+        ) from None
+    _write_paired_report(result, out)
+    print(text_summary(result))
+    print(f"\nreport: {out}/report.md")
+    return 0
+
+
+def _report_sweep(path: Path, data: Any, out: Path) -> int:
+    from testbed.experiment.report import sweep_text
+    from testbed.experiment.runner import SweepResult
+
+    try:
+        sweep = SweepResult.from_dict(data)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ExperimentSpecError(
+            f"{path} is not a sweep's results.json ({exc})",
+            fix="give the results.json a run wrote",
+        ) from None
+    _write_sweep_report(sweep, out)
+    print(sweep_text(sweep))
+    print(f"\nreport: {out}/report.md")
+    return 0
+
+
+def _write_paired_report(result: Any, out: Path) -> None:
+    from testbed.experiment.report import markdown, plots
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(markdown(result))
+        plots(result, out)
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+
+
+def _write_sweep_report(sweep: Any, out: Path) -> str:
+    from testbed.experiment.report import sweep_markdown, sweep_plots
+
+    for p in sweep.points:
+        _write_paired_report(p.result, out / p.label)
+    try:
+        (out / "report.md").write_text(sweep_markdown(sweep))
+        name: str = sweep_plots(sweep, out)
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+    return name
+
+
 def _run_paired(args: argparse.Namespace) -> int:
-    from testbed.experiment.report import markdown, plots, text_summary
-    from testbed.experiment.runner import ExperimentError, run_experiment
+    from testbed.experiment.report import sweep_text, text_summary
+    from testbed.experiment.runner import ExperimentError, run_experiment, run_sweep
     from testbed.experiment.spec import CONFIGS, SpecError, load_experiment
 
     try:
@@ -244,18 +328,25 @@ def _run_paired(args: argparse.Namespace) -> int:
             str(exc), fix="give an experiment TOML, e.g. experiments/paired-vs-gang.toml"
         ) from None
     out = args.out or Path("results") / spec.name
+    from testbed.commands.calibrate import _terminate_as_interrupt
+
+    _terminate_as_interrupt()  # SIGTERM tears the cluster down too
     try:
-        result = run_experiment(spec, out, reuse_cluster=args.reuse_cluster)
+        if spec.sweep is not None:
+            sweep = run_sweep(spec, out, reuse_cluster=args.reuse_cluster)
+        else:
+            result = run_experiment(spec, out, reuse_cluster=args.reuse_cluster)
     except ExperimentError as exc:
         raise CoschedError(str(exc)) from None
-    try:
-        (out / "report.md").write_text(markdown(result))
-        plots(result, out)
-    except OSError as exc:
-        raise CoschedError(
-            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
-        ) from None
     print()
+    if spec.sweep is not None:
+        name = _write_sweep_report(sweep, out)
+        print(sweep_text(sweep))
+        print(
+            f"\nreport: {out}/report.md (plot {name}; each point in its folder; data results.json)"
+        )
+        return 0
+    _write_paired_report(result, out)
     print(text_summary(result))
     print(f"\nreport: {out}/report.md (plots fig7_top.png, fig7_bottom.png; data results.json)")
     return 0

@@ -1,17 +1,24 @@
 """Report of the paired-vs-gang experiment: Markdown, PNGs, and the issue's targets.
 
 The paper's figures set beside ours are those seed 000 §4.1.2 states in its
-text (Fig. 7 itself is a chart): the single I/O job of mix 1 "will therefore
-advance almost four times faster", and the best-fit slot usage it explains
-mix by mix.
+text (Figs. 7-9 themselves are charts): the single I/O job of mix 1 "will
+therefore advance almost four times faster", the best-fit slot usage it
+explains mix by mix, and what Figs. 8 and 9 show in words.
+
+Besides the figures, every report says whether the cluster it ran on is
+faithful to the paper's hardware (:func:`fidelity`) and what explains the
+numbers: the share of quanta each job type ran (its own row's turn plus the
+quanta its row was the partner), its CPU/wall, and the CPU the host spent
+outside the experiment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from testbed.experiment.runner import ExperimentResult, RunResult
+from testbed.experiment.runner import ExperimentResult, RunResult, SweepResult
 
 # seed 000 §4.1.2, best-fit matching: percent of quanta each slot was used for
 # matching, slots 0..3 (compute-bound jobs take the lower slots).
@@ -28,6 +35,22 @@ TARGET_IO_SPEEDUP = 3.0
 TARGET_COMPUTE_LOSS = 0.10
 TARGET_SKEW_P99_S = 0.001
 
+# What seed 000 §4.1.2 says Figs. 8 and 9 show (the charts' values are not in the text).
+PAPER_SWEEP_TEXT = {
+    "nodes": (
+        "Paper (Fig. 8, clusters of 2, 4, 8 and 12 nodes): with compute-bound jobs only, "
+        "the size has no real impact; the I/O-bound jobs' barriers per second fall as "
+        "the cluster grows (all their processes write to one server, which congests), "
+        "and paired gang hands the freed CPU to the compute-bound jobs, whose rate "
+        "rises with the size when enough I/O-bound jobs are present."
+    ),
+    "gcomp_scale": (
+        "Paper (Fig. 9, null loop of 2.5, 2.0, 1.5 and 1.0 million): the granularity "
+        "does not have much impact on the rate of progress although barriers come more "
+        "often; paired gang is not very sensitive to granularity."
+    ),
+}
+
 
 def _find(runs: Sequence[RunResult], config: str, mix: int) -> RunResult | None:
     return next((r for r in runs if r.config == config and r.mix == mix), None)
@@ -41,28 +64,56 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b not in (None, 0) else None
 
 
-def targets(result: ExperimentResult, paired: str = "paired-fig4") -> list[tuple[str, bool | None]]:
-    """The issue's targets, each with pass (True), miss (False) or not measured (None)."""
-    runs = result.runs
-    gang, pair = _find(runs, "gang", 1), _find(runs, paired, 1)
+def _configs(result: ExperimentResult) -> list[str]:
+    return list(dict.fromkeys(r.config for r in result.runs))
+
+
+def _paired(result: ExperimentResult) -> list[str]:
+    return [c for c in _configs(result) if c != "gang"]
+
+
+def _rate(result: ExperimentResult, config: str, mix: int, kind: str) -> float | None:
+    run = _find(result.runs, config, mix)
+    return run.rate(kind) if run else None
+
+
+def mix1(result: ExperimentResult, config: str) -> dict[str, float | None]:
+    """Mix 1 under ``config`` against strict gang: the issue's two ratios and their causes."""
+    run, gang = _find(result.runs, config, 1), _find(result.runs, "gang", 1)
+    io = _ratio(run.rate("io") if run else None, gang.rate("io") if gang else None)
+    comp = _ratio(run.rate("compute") if run else None, gang.rate("compute") if gang else None)
+    return {
+        "io_ratio": io,
+        "compute_loss": None if comp is None else 1 - comp,
+        "io_run_fraction": run.kind_run_fraction("io") if run else None,
+        "io_cpu": run.cpu("io") if run else None,
+        "compute_run_fraction": run.kind_run_fraction("compute") if run else None,
+        "other_cores": run.other_cores if run else None,
+    }
+
+
+def targets(result: ExperimentResult, paired: str | None = None) -> list[tuple[str, bool | None]]:
+    """The issue's targets for every paired configuration (or one), each with pass
+    (True), miss (False) or not measured (None)."""
     out: list[tuple[str, bool | None]] = []
-    io = _ratio(pair.rate("io"), gang.rate("io")) if gang and pair else None
-    out.append(
-        (
-            f"mix 1: I/O job barriers/s under {paired} ≥ {TARGET_IO_SPEEDUP:g}× strict gang "
-            f"(measured {_fmt(io)}×, paper ≈ {PAPER_MIX1_IO_SPEEDUP:g}×)",
-            None if io is None else io >= TARGET_IO_SPEEDUP,
+    for config in [paired] if paired else _paired(result):
+        m = mix1(result, config)
+        io, loss = m["io_ratio"], m["compute_loss"]
+        out.append(
+            (
+                f"mix 1: I/O job barriers/s under {config} ≥ {TARGET_IO_SPEEDUP:g}× strict gang "
+                f"(measured {_fmt(io)}×, paper ≈ {PAPER_MIX1_IO_SPEEDUP:g}×)",
+                None if io is None else io >= TARGET_IO_SPEEDUP,
+            )
         )
-    )
-    comp = _ratio(pair.rate("compute"), gang.rate("compute")) if gang and pair else None
-    out.append(
-        (
-            f"mix 1: compute jobs lose ≤ {TARGET_COMPUTE_LOSS:.0%} under {paired} "
-            f"(measured {_fmt(None if comp is None else 1 - comp, '{:+.1%}')} loss)",
-            None if comp is None else comp >= 1 - TARGET_COMPUTE_LOSS,
+        out.append(
+            (
+                f"mix 1: compute jobs lose ≤ {TARGET_COMPUTE_LOSS:.0%} under {config} "
+                f"(measured {_fmt(loss, '{:+.1%}')} loss)",
+                None if loss is None else loss <= TARGET_COMPUTE_LOSS,
+            )
         )
-    )
-    skews = [r.skew_p99_s for r in runs if r.skew_p99_s is not None]
+    skews = [r.skew_p99_s for r in result.runs if r.skew_p99_s is not None]
     worst = max(skews) if skews else None
     out.append(
         (
@@ -75,45 +126,123 @@ def targets(result: ExperimentResult, paired: str = "paired-fig4") -> list[tuple
     return out
 
 
-def markdown(result: ExperimentResult) -> str:
-    runs = result.runs
+def fidelity(spec: dict[str, Any], cluster: dict[str, Any]) -> tuple[bool, str]:
+    """Is the cluster faithful to ParPar's hardware, and why (seed 000 §3.1)?
+
+    Each ParPar node "is an independent PC with its own processor": the two
+    processes paired gang leaves runnable on a node share that node's CPU and
+    nothing else. Only whole dedicated cores (cpuset) reproduce that here.
+    """
+    mech = (cluster.get("cpu") or {}).get("mechanism") or spec.get("cpu_mechanism") or "none"
+    cpus = spec.get("cpus_per_node")
+    if mech == "cpuset" and cpus is not None and cpus >= 1:
+        return True, (
+            f"**Faithful to the paper's hardware.** Each node has {cpus:g} core(s) of its own "
+            "(cpuset), as each ParPar node was a PC with its own processor (seed 000 §3.1): "
+            "the two processes paired gang leaves runnable on a node share that node's CPU "
+            "and nothing else, and a compute job's processes never compete with each other."
+        )
+    if mech == "shared":
+        k = round(1 / cpus) if cpus else 0
+        why = (
+            f"{k} nodes share each core (cpuset `shared`), so a node's processes also "
+            "compete with another node's: a waking I/O rank waits for the other node's "
+            "compute slice as well as its own partner's, and the ranks of one compute job "
+            "that sit on one core slow each other's barriers"
+        )
+    elif mech == "cfs":
+        why = (
+            "each node is a CFS bandwidth quota of a shared core: a node whose compute "
+            "rank used its quota is throttled, and its waking I/O rank waits for the next "
+            "period"
+        )
+    else:
+        why = "the nodes are not confined: every process of every node shares every core"
+    return False, (
+        f"**Not faithful to the paper's hardware:** {why}. ParPar's nodes each had a "
+        "processor of their own; the configuration with one dedicated core per node "
+        "(experiments/paired-vs-gang-2node.toml) is the reference."
+    )
+
+
+def _header(result: ExperimentResult) -> list[str]:
     spec, cl = result.spec, result.cluster
-    mixes = sorted({r.mix for r in runs})
-    configs = list(dict.fromkeys(r.config for r in runs))
-    lines = [
-        f"# {spec['name']}: paired gang vs strict gang on real processes",
-        "",
+    io, comp = spec["io"], spec["compute"]
+    wait = comp.get("wait") or "spin (the program's default)"
+    return [
         f"Local cluster of {spec['nodes']} nodes ({', '.join(cl.get('nodes', []))}), link "
         f"`{spec['link']}`, delay mechanism **{cl.get('delay_mechanism')}**, CPU per node "
         f"{spec['cpus_per_node']} ({cl.get('cpu', {}).get('mechanism', 'unlimited')}), "
         f"cgroups {cl.get('cgroups', 'unknown')}; "
         f"quantum {spec['quantum']} s; each mix ran {spec['duration']} s.",
-        f"Compute-bound jobs: G_comp {spec['compute']['gcomp']}, G_IO {spec['compute']['gio']}. "
-        f"I/O-bound jobs: G_comp {spec['io']['gcomp']}, G_IO {spec['io']['gio']} × "
-        f"{spec['io']['nbytes']} B, emulated device latency {spec['io']['device_latency']} s "
-        "per file.",
+        f"Compute-bound jobs: G_comp {comp['gcomp']}, G_IO {comp['gio']}. "
+        f"I/O-bound jobs: G_comp {io['gcomp']}, G_IO {io['gio']} × "
+        f"{io['nbytes']} B, emulated device latency {io['device_latency']} s per file. "
+        f"Barrier waits: {wait}.",
+        "",
+        fidelity(spec, cl)[1],
+    ]
+
+
+def markdown(result: ExperimentResult) -> str:
+    runs = result.runs
+    spec = result.spec
+    mixes = sorted({r.mix for r in runs})
+    configs = _configs(result)
+    paired = _paired(result)
+    lines = [
+        f"# {spec['name']}: paired gang vs strict gang on real processes",
+        "",
+        *_header(result),
         "",
         "## Barriers per second (seed 000 Fig. 7 top)",
         "",
-        "| mix | job type | " + " | ".join(configs) + " | paired / gang |",
-        "|---|---|" + "---|" * len(configs) + "---|",
+        "| mix | job type | "
+        + " | ".join(configs)
+        + " | "
+        + " | ".join(f"{c} / gang" for c in paired)
+        + " |",
+        "|---|---|" + "---|" * (len(configs) + len(paired)),
     ]
-    paired = "paired-fig4" if "paired-fig4" in configs else configs[-1]
     for mix in mixes:
         for kind in ("compute", "io"):
             if (kind == "compute" and mix == 4) or (kind == "io" and mix == 0):
                 continue
-            rates = [(_find(runs, c, mix) or _empty()).rate(kind) for c in configs]
-            gang = (_find(runs, "gang", mix) or _empty()).rate(kind)
-            pair = (_find(runs, paired, mix) or _empty()).rate(kind)
-            ratio = _ratio(pair, gang)
+            rates = [_rate(result, c, mix, kind) for c in configs]
+            gang = _rate(result, "gang", mix, kind)
+            ratios = [_ratio(_rate(result, c, mix, kind), gang) for c in paired]
             lines.append(
                 f"| {mix} | {kind} | "
                 + " | ".join(_fmt(r) for r in rates)
-                + f" | {_fmt(ratio, '{:.2f}×')} |"
+                + " | "
+                + " | ".join(_fmt(r, "{:.2f}×") for r in ratios)
+                + " |"
             )
+    lines += [
+        "",
+        "## Mix 1 (one I/O job, three compute jobs) and what explains it",
+        "",
+        "The paper: the I/O job, matched with every compute job in turn, advances "
+        f"almost {PAPER_MIX1_IO_SPEEDUP:g}× faster than under strict gang, the compute "
+        "jobs lose little. Run share = its row's own turn (1 / rows) plus the quanta its "
+        "row was the partner; CPU = rank 0's CPU/wall over the run.",
+        "",
+        "| config | I/O / gang | compute change | I/O run share | I/O CPU | "
+        "compute run share | host busy outside |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for config in configs:
+        m = mix1(result, config)
+        loss = m["compute_loss"]
+        lines.append(
+            f"| {config} | {_fmt(m['io_ratio'], '{:.2f}×')} | "
+            f"{_fmt(None if loss is None else -loss, '{:+.1%}')} | "
+            f"{_fmt(m['io_run_fraction'], '{:.0%}')} | {_fmt(m['io_cpu'], '{:.3f}')} | "
+            f"{_fmt(m['compute_run_fraction'], '{:.0%}')} | "
+            f"{_fmt(m['other_cores'], '{:.2f} cores')} |"
+        )
     lines += ["", "## Slots used for matching, % of quanta (seed 000 Fig. 7 bottom)", ""]
-    for config in [c for c in configs if c != "gang"]:
+    for config in paired:
         lines += [
             f"**{config}**"
             + (" — paper (best fit) in brackets" if config == "paired-best-fit" else ""),
@@ -127,8 +256,7 @@ def markdown(result: ExperimentResult) -> str:
                 continue
             cells = []
             for s in range(4):
-                ours = run.slot_partner_ratio.get(s, 0.0) * 100
-                cell = f"{ours:.0f}"
+                cell = f"{run.slot_partner_ratio.get(s, 0.0) * 100:.0f}"
                 if config == "paired-best-fit":
                     cell += f" [{PAPER_BEST_FIT[mix][s]:g}]"
                 cells.append(cell)
@@ -139,54 +267,44 @@ def markdown(result: ExperimentResult) -> str:
             )
         lines.append("")
     lines += [
-        "## Quantum command skew",
+        "## Every run",
         "",
-        "| config | mix | quanta | p50 ms | p99 ms |",
-        "|---|---|---|---|---|",
+        "| config | mix | quanta | rows | skew p50 ms | skew p99 ms | compute CPU | I/O CPU "
+        "| host busy outside (cores) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         lines.append(
-            f"| {r.config} | {r.mix} | {r.quanta} | "
+            f"| {r.config} | {r.mix} | {r.quanta} | {_fmt(r.rows, '{:d}')} | "
             f"{_fmt(None if r.skew_p50_s is None else r.skew_p50_s * 1e3, '{:.3f}')} | "
-            f"{_fmt(None if r.skew_p99_s is None else r.skew_p99_s * 1e3, '{:.3f}')} |"
+            f"{_fmt(None if r.skew_p99_s is None else r.skew_p99_s * 1e3, '{:.3f}')} | "
+            f"{_fmt(r.cpu('compute'), '{:.3f}')} | {_fmt(r.cpu('io'), '{:.3f}')} | "
+            f"{_fmt(r.other_cores)} |"
         )
     lines += ["", "## Targets", ""]
-    for text, ok in targets(result, paired):
+    for text, ok in targets(result):
         mark = {True: "met", False: "**missed**", None: "not measured"}[ok]
         lines.append(f"* {text}: {mark}")
     lines += ["", "![Fig. 7 top](fig7_top.png)", "", "![Fig. 7 bottom](fig7_bottom.png)", ""]
     return "\n".join(lines)
 
 
-def _empty() -> RunResult:
-    return RunResult(
-        config="",
-        mix=-1,
-        jobs=[],
-        quanta=0,
-        skew_p50_s=None,
-        skew_p99_s=None,
-        matching_success_ratio=None,
-    )
-
-
 def text_summary(result: ExperimentResult) -> str:
     """What the terminal shows: Fig. 7 top as a table, then the targets."""
     runs = result.runs
     mixes = sorted({r.mix for r in runs})
-    configs = list(dict.fromkeys(r.config for r in runs))
-    head = f"{'mix':>3}  {'type':<7}" + "".join(f"{c:>17}" for c in configs)
+    configs = _configs(result)
+    width = max(17, *(len(c) + 2 for c in configs))
+    head = f"{'mix':>3}  {'type':<7}" + "".join(f"{c:>{width}}" for c in configs)
     out = ["barriers per second (seed 000 Fig. 7 top)", head, "-" * len(head)]
     for mix in mixes:
         for kind in ("compute", "io"):
             if (kind == "compute" and mix == 4) or (kind == "io" and mix == 0):
                 continue
-            cells = "".join(
-                f"{_fmt((_find(runs, c, mix) or _empty()).rate(kind)):>17}" for c in configs
-            )
+            cells = "".join(f"{_fmt(_rate(result, c, mix, kind)):>{width}}" for c in configs)
             out.append(f"{mix:>3}  {kind:<7}{cells}")
     out.append("")
-    for config in [c for c in configs if c != "gang"]:
+    for config in _paired(result):
         out.append(f"slots used for matching, % of quanta ({config}; seed 000 Fig. 7 bottom)")
         for mix in mixes:
             run = _find(runs, config, mix)
@@ -196,9 +314,16 @@ def text_summary(result: ExperimentResult) -> str:
                 )
                 out.append(f"  mix {mix}: {cells}")
     out.append("")
-    paired = "paired-fig4" if "paired-fig4" in configs else configs[-1]
-    for text, ok in targets(result, paired):
-        mark = {True: "met", False: "MISSED", None: "not measured"}[ok]
+    busy = [r.other_cores for r in runs if r.other_cores is not None]
+    if busy:
+        out.append(f"host busy outside the experiment: up to {max(busy):.2f} cores in a run")
+    ok, _ = fidelity(result.spec, result.cluster)
+    out.append(
+        "hardware: "
+        + ("faithful (one dedicated core per node)" if ok else "NOT faithful to ParPar's nodes")
+    )
+    for text, met in targets(result):
+        mark = {True: "met", False: "MISSED", None: "not measured"}[met]
         out.append(f"target: {text}: {mark}")
     return "\n".join(out)
 
@@ -211,32 +336,33 @@ def plots(result: ExperimentResult, out: Path) -> None:
 
     runs = result.runs
     mixes = sorted({r.mix for r in runs})
-    configs = list(dict.fromkeys(r.config for r in runs))
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    configs = _configs(result)
+    fig, ax = plt.subplots(figsize=(10, 4.8))
     series = [(c, k) for k in ("compute", "io") for c in configs]
     width = 0.8 / len(series)
     for n, (config, kind) in enumerate(series):
         xs, ys = [], []
         for m in mixes:
-            run = _find(runs, config, m)
-            rate = run.rate(kind) if run else None
+            rate = _rate(result, config, m, kind)
             if rate is not None:
                 xs.append(m - 0.4 + (n + 0.5) * width)
                 ys.append(rate)
         ax.bar(xs, ys, width, label=f"{kind}, {config}", hatch="//" if kind == "io" else None)
     ax.set_xticks(mixes, [f"mix {m}\n{m} I/O + {4 - m} comp" for m in mixes])
     ax.set_ylabel("barriers per second")
-    ax.set_title("Fig. 7 top: progress of compute- and I/O-bound jobs")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_title(
+        f"Fig. 7 top: progress of compute- and I/O-bound jobs ({result.spec['nodes']} nodes)"
+    )
+    ax.legend(fontsize=7, ncol=2)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out / "fig7_top.png", dpi=110)
     plt.close(fig)
 
-    paired = [c for c in configs if c != "gang"]
+    paired = _paired(result)
     if not paired:
         return
-    fig, axes = plt.subplots(1, len(paired), figsize=(5.5 * len(paired), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(paired), figsize=(5.2 * len(paired), 4.2), squeeze=False)
     for ax, config in zip(axes[0], paired, strict=True):
         for s in range(4):
             xs, ys = [], []
@@ -260,3 +386,121 @@ def plots(result: ExperimentResult, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "fig7_bottom.png", dpi=110)
     plt.close(fig)
+
+
+# -- sweeps: Fig. 8 (cluster size) and Fig. 9 (granularity) ----------------------------
+
+
+def _sweep_names(sweep: SweepResult) -> tuple[str, str, str]:
+    """(figure, what varies, file stem) of a sweep."""
+    if sweep.key == "nodes":
+        return "Fig. 8", "nodes", "fig8"
+    return "Fig. 9", "G_comp scale", "fig9"
+
+
+def _point_name(sweep: SweepResult, value: float, spec: dict[str, Any]) -> str:
+    if sweep.key == "nodes":
+        return f"{int(value)} nodes"
+    return f"×{value:g} (G_comp {spec['compute']['gcomp']})"
+
+
+def sweep_markdown(sweep: SweepResult) -> str:
+    fig, what, stem = _sweep_names(sweep)
+    pts = sweep.points
+    configs = list(dict.fromkeys(c for p in pts for c in _configs(p.result)))
+    mixes = sorted({r.mix for p in pts for r in p.result.runs})
+    names = [_point_name(sweep, p.value, p.result.spec) for p in pts]
+    lines = [
+        f"# {sweep.name}: barriers per second against {what} (seed 000 {fig})",
+        "",
+        PAPER_SWEEP_TEXT[sweep.key],
+        "",
+    ]
+    for p, name in zip(pts, names, strict=True):
+        ok, _ = fidelity(p.result.spec, p.result.cluster)
+        cpu = p.result.spec.get("cpus_per_node")
+        mech = (p.result.cluster.get("cpu") or {}).get("mechanism", "?")
+        busy = [r.other_cores for r in p.result.runs if r.other_cores is not None]
+        lines.append(
+            f"* {name}: {p.result.spec['nodes']} nodes at {cpu} CPU ({mech}), "
+            f"{'faithful' if ok else 'not faithful'} to ParPar's one processor per node; "
+            f"{p.result.spec['duration']} s per mix; host busy outside the experiment up to "
+            f"{_fmt(max(busy) if busy else None)} cores; "
+            f"[report]({p.label}/report.md)"
+        )
+    lines += [""]
+    for config in configs:
+        lines += [
+            f"## {config}",
+            "",
+            "| mix | job type | " + " | ".join(names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
+        for mix in mixes:
+            for kind in ("compute", "io"):
+                if (kind == "compute" and mix == 4) or (kind == "io" and mix == 0):
+                    continue
+                cells = []
+                for p in pts:
+                    rate = _rate(p.result, config, mix, kind)
+                    gang = _rate(p.result, "gang", mix, kind)
+                    ratio = _ratio(rate, gang) if config != "gang" else None
+                    cell = _fmt(rate)
+                    if ratio is not None:
+                        cell += f" ({ratio:.2f}×)"
+                    cells.append(cell)
+                lines.append(f"| {mix} | {kind} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if len(configs) > 1:
+        lines += ["In brackets: the same rate under strict gang, as a ratio (paired / gang).", ""]
+    lines += [f"![{fig}]({stem}.png)", ""]
+    return "\n".join(lines)
+
+
+def sweep_text(sweep: SweepResult) -> str:
+    fig, what, _ = _sweep_names(sweep)
+    out = [f"barriers per second against {what} (seed 000 {fig})"]
+    for p in sweep.points:
+        out.append(f"-- {_point_name(sweep, p.value, p.result.spec)}")
+        out.append(text_summary(p.result))
+    return "\n".join(out)
+
+
+def sweep_plots(sweep: SweepResult, out: Path) -> str:
+    """One panel per configuration: bars per mix and job type, one colour per point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig_name, what, stem = _sweep_names(sweep)
+    pts = sweep.points
+    configs = list(dict.fromkeys(c for p in pts for c in _configs(p.result)))
+    mixes = sorted({r.mix for p in pts for r in p.result.runs})
+    groups = [(m, k) for m in mixes for k in ("compute", "io") if not (k == "compute" and m == 4)]
+    groups = [(m, k) for m, k in groups if not (k == "io" and m == 0)]
+    fig, axes = plt.subplots(
+        len(configs), 1, figsize=(11, 3.6 * len(configs)), squeeze=False, sharex=True
+    )
+    width = 0.8 / max(1, len(pts))
+    for ax, config in zip(axes[:, 0], configs, strict=True):
+        for n, p in enumerate(pts):
+            xs, ys = [], []
+            for g, (m, k) in enumerate(groups):
+                rate = _rate(p.result, config, m, k)
+                if rate is not None:
+                    xs.append(g - 0.4 + (n + 0.5) * width)
+                    ys.append(rate)
+            ax.bar(xs, ys, width, label=_point_name(sweep, p.value, p.result.spec))
+        ax.set_ylabel("barriers per second")
+        ax.set_title(config)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[-1, 0].set_xticks(
+        range(len(groups)), [f"mix {m}\n{'I/O' if k == 'io' else 'comp'}" for m, k in groups]
+    )
+    fig.suptitle(f"{fig_name}: barriers per second against {what}")
+    fig.tight_layout()
+    fig.savefig(out / f"{stem}.png", dpi=110)
+    plt.close(fig)
+    return f"{stem}.png"

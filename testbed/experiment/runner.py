@@ -12,6 +12,16 @@ used for matching.
 
 The cluster is brought up for the experiment and torn down after it, also on
 failure or Ctrl-C, unless ``reuse_cluster`` is set and one is already up.
+
+A spec with a ``[sweep]`` (seed 000 Fig. 8: ``nodes``, Fig. 9:
+``gcomp_scale``) runs the whole experiment once per value
+(:func:`run_sweep`), each node count on its own cluster.
+
+Every run also records what explains its figures: the CPU the host spent
+outside the experiment (:mod:`testbed.experiment.hostload`; a busy host
+makes a run worthless on 2 cores), the matrix's row count, and from them and
+the controller's per-slot partner ratios the share of quanta each job ran
+(:meth:`RunResult.run_fraction`).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from testbed.experiment import hostload
 from testbed.experiment.spec import CONFIGS, ExperimentSpec
 
 TERMINAL = {"done", "failed", "killed"}
@@ -47,6 +58,7 @@ class JobResult:
     barriers: int | None
     barriers_per_second: float | None
     cpu_ratio: float | None
+    rank_cpu_ratios: list[float] = field(default_factory=list)  # every rank's CPU/wall
 
 
 @dataclass
@@ -60,12 +72,36 @@ class RunResult:
     matching_success_ratio: float | None
     slot_partner_ratio: dict[int, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    rows: int | None = None  # rows of the matrix (slots) while the mix ran
+    other_cores: float | None = None  # host CPU outside the experiment (hostload)
+    attempts: int = 1  # runs made until one was not disturbed by a foreign load
 
     def rate(self, kind: str) -> float | None:
         """Mean barriers per second of the jobs of one kind (Fig. 7 top)."""
-        rates = [j.barriers_per_second for j in self.jobs if j.kind == kind]
-        vals = [r for r in rates if r is not None]
-        return sum(vals) / len(vals) if vals else None
+        return _mean([j.barriers_per_second for j in self.jobs if j.kind == kind])
+
+    def cpu(self, kind: str) -> float | None:
+        """Mean CPU/wall of rank 0 of the jobs of one kind (the synthetic's report)."""
+        return _mean([j.cpu_ratio for j in self.jobs if j.kind == kind])
+
+    def run_fraction(self, job: JobResult) -> float | None:
+        """Share of quanta in which ``job`` was runnable.
+
+        Its row's own turn (every row in turn: 1 / rows of the quanta) plus the
+        quanta in which its row was chosen as the partner (the controller's
+        ``slot_partner_ratio``, Fig. 7 bottom). Strict gang: 1 / rows.
+        """
+        if job.slot is None or not self.rows:
+            return None
+        return min(1.0, 1.0 / self.rows + self.slot_partner_ratio.get(job.slot, 0.0))
+
+    def kind_run_fraction(self, kind: str) -> float | None:
+        return _mean([self.run_fraction(j) for j in self.jobs if j.kind == kind])
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
 
 
 @dataclass
@@ -76,6 +112,50 @@ class ExperimentResult:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentResult:
+        runs = []
+        for r in d["runs"]:
+            r = dict(r)
+            r["jobs"] = [JobResult(**j) for j in r.get("jobs", [])]
+            r["slot_partner_ratio"] = {
+                int(k): float(v) for k, v in (r.get("slot_partner_ratio") or {}).items()
+            }
+            runs.append(RunResult(**r))
+        return cls(spec=dict(d["spec"]), cluster=dict(d.get("cluster") or {}), runs=runs)
+
+
+@dataclass
+class SweepPoint:
+    label: str
+    value: float
+    result: ExperimentResult
+
+
+@dataclass
+class SweepResult:
+    """A [sweep] spec's runs: the whole experiment once per value (Figs. 8, 9)."""
+
+    name: str
+    key: str
+    points: list[SweepPoint]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepResult:
+        points = [
+            SweepPoint(p["label"], float(p["value"]), ExperimentResult.from_dict(p["result"]))
+            for p in d["points"]
+        ]
+        return cls(name=str(d["name"]), key=str(d["key"]), points=points)
+
+
+def host_cores() -> int:
+    """Cores this process may use: what ``cpus_per_node = "fit"`` divides."""
+    return len(os.sched_getaffinity(0))
 
 
 Say = Callable[[str], None]
@@ -88,8 +168,10 @@ def run_experiment(
         raise ExperimentError(
             "the live experiment needs root (network namespaces, cgroups): run it with sudo"
         )
+    spec = spec.with_cores(host_cores())
     out.mkdir(parents=True, exist_ok=True)
     with _cluster(spec, reuse_cluster, say) as cluster:
+        reader = _cluster_cpu_reader()
         runs: list[RunResult] = []
         total = len(spec.configs) * len(spec.mixes)
         for config in spec.configs:
@@ -97,7 +179,7 @@ def run_experiment(
                 say(
                     f"[{len(runs) + 1}/{total}] {config}, mix {mix} ({mix} I/O + {4 - mix} compute)"
                 )
-                run = _run_mix(spec, config, mix, cluster, out / f"{config}-mix{mix}")
+                run = _quiet_run(spec, config, mix, cluster, out, reader, say)
                 runs.append(run)
                 say("    " + _one_line(run))
     spec_doc = {
@@ -112,10 +194,87 @@ def run_experiment(
         "cfs_period_us": spec.cfs_period_us,
         "compute": asdict(spec.compute),
         "io": asdict(spec.io),
+        "configs": list(spec.configs),
+        "mixes": list(spec.mixes),
     }
     result = ExperimentResult(spec=spec_doc, cluster=cluster, runs=runs)
     (out / "results.json").write_text(result.to_json() + "\n")
     return result
+
+
+def run_sweep(
+    spec: ExperimentSpec, out: Path, *, reuse_cluster: bool = False, say: Say = print
+) -> SweepResult:
+    """The experiment once per [sweep] value, each in ``out/<label>/`` (Figs. 8, 9).
+
+    A nodes sweep brings a cluster of each size up and down in turn, so
+    ``reuse_cluster`` only helps a granularity sweep.
+    """
+    if spec.sweep is None:
+        raise ExperimentError(f"{spec.path}: no [sweep] table; use run_experiment")
+    if os.geteuid() != 0:
+        raise ExperimentError(
+            "the live experiment needs root (network namespaces, cgroups): run it with sudo"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    points: list[SweepPoint] = []
+    sweep = SweepResult(name=spec.name, key=spec.sweep.key, points=points)
+    for label, value, point in spec.points(host_cores()):
+        say(f"== {spec.sweep.key} = {value:g} ==")
+        result = run_experiment(point, out / label, reuse_cluster=reuse_cluster, say=say)
+        points.append(SweepPoint(label, value, result))
+        # Written after every point, so a long sweep that fails keeps what it measured.
+        (out / "results.json").write_text(sweep.to_json() + "\n")
+    return sweep
+
+
+def _cluster_cpu_reader() -> Callable[[], float] | None:
+    from testbed.cluster import cluster as cluster_mod
+    from testbed.cluster import state as state_mod
+
+    st = state_mod.load(cluster_mod.Env().sdir())
+    return hostload.cluster_cpu_reader(st) if st is not None else None
+
+
+def _quiet_run(
+    spec: ExperimentSpec,
+    config: str,
+    mix: int,
+    cluster: dict[str, Any],
+    out: Path,
+    reader: Callable[[], float] | None,
+    say: Say,
+) -> RunResult:
+    """One mix, on a quiet host: wait for quiet first, run again if a foreign load came.
+
+    On a 2-core host one busy foreign process takes half a node's core. With
+    ``quiet_limit`` > 0 each run waits (up to ``quiet_timeout``) until the host
+    spends less than that outside the experiment, and a run during which it
+    spent more than ``2 x quiet_limit`` is run again, at most ``quiet_retries``
+    times; the last attempt is kept and the attempts are recorded.
+    """
+    attempts = 0
+    while True:
+        attempts += 1
+        if spec.quiet_limit > 0:
+            hostload.wait_quiet(
+                spec.quiet_limit, 2.0, spec.quiet_timeout, cluster_cpu=reader, say=say
+            )
+        before = hostload.sample(reader)
+        run = _run_mix(spec, config, mix, cluster, out / f"{config}-mix{mix}")
+        run.other_cores = hostload.other_cores(before, hostload.sample(reader))
+        run.attempts = attempts
+        disturbed = (
+            spec.quiet_limit > 0
+            and run.other_cores is not None
+            and run.other_cores > 2 * spec.quiet_limit
+        )
+        if not disturbed or attempts > spec.quiet_retries:
+            return run
+        say(
+            f"    disturbed: the host spent {run.other_cores:.2f} cores outside the "
+            "experiment; running it again"
+        )
 
 
 def _one_line(run: RunResult) -> str:
@@ -128,6 +287,8 @@ def _one_line(run: RunResult) -> str:
         parts.append(f"matched {run.matching_success_ratio:.0%}")
     if run.skew_p99_s is not None:
         parts.append(f"skew p99 {run.skew_p99_s * 1e3:.2f} ms")
+    if run.other_cores is not None:
+        parts.append(f"host busy outside {run.other_cores:.2f} cores")
     return ", ".join(parts)
 
 
@@ -206,9 +367,56 @@ def _cluster(spec: ClusterSettings, reuse: bool, say: Say) -> Iterator[dict[str,
 def _run_mix(
     spec: ExperimentSpec, config: str, mix: int, cluster: dict[str, Any], run_dir: Path
 ) -> RunResult:
+    policy, params = CONFIGS[config]
+    kinds = ["compute"] * (4 - mix) + ["io"] * mix
+    jobs = [
+        (f"{kind}{index}", kind, spec.compute if kind == "compute" else spec.io)
+        for index, kind in enumerate(kinds)
+    ]
+    run = run_controlled(
+        cluster["state"], spec.nodes, spec.quantum, spec.duration, policy, params, jobs, run_dir
+    )
+    status = run.status
+    partner = status.get("slot_partner_ratio") or {}
+    return RunResult(
+        config=config,
+        mix=mix,
+        jobs=run.jobs,
+        quanta=int(status.get("quanta", 0)),
+        skew_p50_s=status.get("skew_p50_s"),
+        skew_p99_s=status.get("skew_p99_s"),
+        matching_success_ratio=status.get("matching_success_ratio") if policy != "gang" else None,
+        slot_partner_ratio={int(k): float(v) for k, v in partner.items()},
+        wall_seconds=run.wall_seconds,
+        rows=run.rows,
+    )
+
+
+@dataclass
+class ControlledRun:
+    """What one controller run gave: the jobs' results, its final status, the matrix rows."""
+
+    jobs: list[JobResult]
+    status: dict[str, Any]
+    rows: int | None
+    wall_seconds: float
+
+
+def run_controlled(
+    state_path: str,
+    nodes: int,
+    quantum: float,
+    duration: float,
+    policy: str,
+    params: dict[str, str],
+    jobs: list[tuple[str, str, Any]],
+    run_dir: Path,
+) -> ControlledRun:
+    """A fresh controller running ``policy``; ``jobs`` = (name, kind, AppParams) submitted
+    in order, each as wide as the cluster and running ``duration`` s of the synthetic
+    program; returns when all have ended (also used by ``cosched calibrate``)."""
     from controller.client import ControllerClient, ControllerError
 
-    policy, params = CONFIGS[config]
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -217,9 +425,9 @@ def _run_mix(
         "--policy",
         policy,
         "--quantum",
-        str(spec.quantum),
+        str(quantum),
         "--cluster-state",
-        cluster["state"],
+        state_path,
         "--run-dir",
         str(run_dir),
         "--log-level",
@@ -234,20 +442,19 @@ def _run_mix(
     submitted: dict[int, tuple[str, str]] = {}
     try:
         _wait_socket(run_dir / "controller.sock", proc)
-        kinds = ["compute"] * (4 - mix) + ["io"] * mix
-        for index, kind in enumerate(kinds):
-            app = spec.compute if kind == "compute" else spec.io
-            name = f"{kind}{index}"
-            argv = [sys.executable, "-m", "apps.synthetic", *app.argv(spec.duration)]
+        for name, kind, app in jobs:
+            argv = [sys.executable, "-m", "apps.synthetic", *app.argv(duration)]
             res = client.request(
                 "submit",
-                spec={"name": name, "size": spec.nodes, "argv": argv, "class": "production"},
+                spec={"name": name, "size": nodes, "argv": argv, "class": "production"},
             )
             submitted[int(res["job_id"])] = (name, kind)
-        slots = _slots(client.request("matrix"))
-        records = _wait_jobs(client, submitted, timeout=spec.duration * 4 + 60)
+        matrix = client.request("matrix")
+        slots = _slots(matrix)
+        rows = sum(1 for row in matrix.get("slots", []) if any(c is not None for c in row))
+        records = _wait_jobs(client, submitted, timeout=duration * 4 + 60)
         status = client.request("status")
-        jobs = [
+        results = [
             _job_result(client, jid, name, kind, slots.get(jid), records[jid])
             for jid, (name, kind) in submitted.items()
         ]
@@ -256,18 +463,7 @@ def _run_mix(
     finally:
         client.close()
         _stop(proc)
-    partner = status.get("slot_partner_ratio") or {}
-    return RunResult(
-        config=config,
-        mix=mix,
-        jobs=jobs,
-        quanta=int(status.get("quanta", 0)),
-        skew_p50_s=status.get("skew_p50_s"),
-        skew_p99_s=status.get("skew_p99_s"),
-        matching_success_ratio=status.get("matching_success_ratio") if policy != "gang" else None,
-        slot_partner_ratio={int(k): float(v) for k, v in partner.items()},
-        wall_seconds=time.monotonic() - began,
-    )
+    return ControlledRun(results, status, rows or None, time.monotonic() - began)
 
 
 def _wait_socket(path: Path, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -314,7 +510,8 @@ def _job_result(
 ) -> JobResult:
     detail = client.request("job", job_id=jid)
     ranks = detail.get("ranks") or []  # in rank order
-    report = _last_json(Path(ranks[0]["stdout"])) if ranks and ranks[0].get("stdout") else {}
+    reports = [_last_json(Path(r["stdout"])) if r.get("stdout") else {} for r in ranks]
+    report = reports[0] if reports else {}
     return JobResult(
         job_id=jid,
         name=name,
@@ -324,6 +521,7 @@ def _job_result(
         barriers=report.get("barriers"),
         barriers_per_second=report.get("barriers_per_second"),
         cpu_ratio=report.get("cpu_ratio"),
+        rank_cpu_ratios=[float(r["cpu_ratio"]) for r in reports if "cpu_ratio" in r],
     )
 
 

@@ -14,19 +14,37 @@ Two kinds, named by ``[experiment].kind``:
 
 from __future__ import annotations
 
+import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from testbed.experiment.streams import StreamSpec, StreamSpecError, load_stream_spec
 
-# config name -> (policy, parameters)
+# config name -> (policy, parameters). "paired-fig4" is Fig. 4 to the letter;
+# "paired-fig4-prose" also matches the job where Fig. 4's pointers meet, as
+# §4.1.2's prose says ("matched with *all* the compute-bound jobs in turn");
+# docs/policies.md.
 CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "gang": ("gang", {}),
     "paired-fig4": ("paired-gang", {"matching": "fig4"}),
+    "paired-fig4-prose": ("paired-gang", {"matching": "fig4-prose"}),
     "paired-best-fit": ("paired-gang", {"matching": "best-fit"}),
 }
+
+WAITS = ("spin", "block", "spinblock")
+
+# [sweep] keys (seed 000 Figs. 8 and 9): one per spec.
+#   nodes       cluster sizes; each point brings up its own cluster
+#   gcomp_scale factors on the compute-bound jobs' G_comp (the paper's null loop
+#               2.5M -> 2.0M -> 1.5M -> 1.0M is 1.0, 0.8, 0.6, 0.4)
+SWEEP_KEYS = ("nodes", "gcomp_scale")
+
+# [cluster].cpus_per_node = "fit": one core per node while the host's cores
+# last, else k nodes share each core equally (k = ceil(nodes / cores), the
+# "shared" mechanism) -- what a nodes sweep needs on any host.
+FIT = "fit"
 
 
 class SpecError(ValueError):
@@ -39,12 +57,32 @@ class AppParams:
     gio: int
     nbytes: int = 8193
     device_latency: float = 0.0
+    wait: str | None = None  # receive waiting action; None: the program's default (spin)
 
     def argv(self, duration: float) -> list[str]:
         args = ["--gcomp", str(self.gcomp), "--gio", str(self.gio), "--bytes", str(self.nbytes)]
         if self.device_latency > 0:
             args += ["--device-latency", str(self.device_latency)]
+        if self.wait is not None:
+            args += ["--wait", self.wait]
         return [*args, "--duration", str(duration)]
+
+    def scaled(self, factor: float) -> AppParams:
+        """The same job with G_comp scaled (seed 000 Fig. 9's granularity)."""
+        return replace(self, gcomp=max(0, round(self.gcomp * factor)))
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One [sweep] key and its values (seed 000 Fig. 8: nodes; Fig. 9: gcomp_scale)."""
+
+    key: str
+    values: tuple[float, ...]
+
+    def label(self, value: float) -> str:
+        if self.key == "nodes":
+            return f"nodes{int(value)}"
+        return f"gcomp{value:g}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +102,42 @@ class ExperimentSpec:
     io: AppParams
     extra: dict[str, Any] = field(default_factory=dict)
     cgroup: str = "auto"  # which cgroup hierarchies: auto | v1 | v2 (docs/cluster.md)
+    sweep: Sweep | None = None
+    cpus_fit: bool = False
+    # A quiet host (testbed/experiment/hostload.py, runner._quiet_run): each run
+    # waits until the host spends less than quiet_limit cores outside the
+    # experiment, and one that was disturbed (> 2 x quiet_limit) is run again.
+    quiet_limit: float = 0.15
+    quiet_timeout: float = 300.0
+    quiet_retries: int = 2  # cpus_per_node = "fit": derived from nodes and the host's cores
+
+    def with_cores(self, cores: int) -> ExperimentSpec:
+        """``cpus_per_node = "fit"`` resolved for a host of ``cores`` cores."""
+        if not self.cpus_fit:
+            return self
+        cpus, mechanism = fit_cpus(self.nodes, cores)
+        return replace(self, cpus_per_node=cpus, cpu_mechanism=mechanism)
+
+    def points(self, cores: int) -> list[tuple[str, float, ExperimentSpec]]:
+        """(label, value, spec) for every point of the sweep; one point without one."""
+        if self.sweep is None:
+            return [("", 0.0, self.with_cores(cores))]
+        out = []
+        for v in self.sweep.values:
+            if self.sweep.key == "nodes":
+                point = replace(self, nodes=int(v), sweep=None)
+            else:
+                point = replace(self, compute=self.compute.scaled(v), sweep=None)
+            out.append((self.sweep.label(v), v, point.with_cores(cores)))
+        return out
+
+
+def fit_cpus(nodes: int, cores: int) -> tuple[float, str]:
+    """CPU per node and mechanism for ``cpus_per_node = "fit"`` (see FIT)."""
+    if nodes <= cores:
+        return 1.0, "cpuset"
+    share = math.ceil(nodes / cores)
+    return 1.0 / share, "shared"
 
 
 def _get(
@@ -93,8 +167,8 @@ def _table(doc: dict[str, Any], name: str, origin: str) -> dict[str, Any]:
     return table
 
 
-def _app(table: dict[str, Any], where: str) -> AppParams:
-    known = {"gcomp", "gio", "bytes", "device_latency"}
+def _app(table: dict[str, Any], where: str, wait: str | None) -> AppParams:
+    known = {"gcomp", "gio", "bytes", "device_latency", "wait"}
     for key in table:
         if key not in known:
             raise SpecError(f"{where}.{key}: unknown key; valid keys: {', '.join(sorted(known))}")
@@ -103,10 +177,45 @@ def _app(table: dict[str, Any], where: str) -> AppParams:
         gio=_get(table, "gio", int, where),
         nbytes=_get(table, "bytes", int, where, 8193),
         device_latency=float(_get(table, "device_latency", (int, float), where, 0.0)),
+        wait=_wait(table, where, wait),
     )
     if app.gcomp < 0 or app.gio < 0 or app.nbytes < 0 or app.device_latency < 0:
         raise SpecError(f"{where}: gcomp, gio, bytes and device_latency must be >= 0")
     return app
+
+
+def _wait(table: dict[str, Any], where: str, default: str | None) -> str | None:
+    wait = _get(table, "wait", str, where, default)
+    if wait is not None and wait not in WAITS:
+        raise SpecError(f"{where}.wait: one of {', '.join(WAITS)}, got {wait!r}")
+    return wait  # type: ignore[no-any-return]
+
+
+def _sweep(doc: dict[str, Any], origin: str) -> Sweep | None:
+    table = doc.get("sweep")
+    if table is None:
+        return None
+    w = f"{origin}: [sweep]"
+    if not isinstance(table, dict):
+        raise SpecError(f"{w}: must be a table, e.g. [sweep] nodes = [2, 4]")
+    keys = list(table)
+    for key in keys:
+        if key not in SWEEP_KEYS:
+            raise SpecError(f"{w}.{key}: unknown key; valid keys: {', '.join(SWEEP_KEYS)}")
+    if len(keys) != 1:
+        raise SpecError(f"{w}: exactly one of {', '.join(SWEEP_KEYS)} (one sweep per spec)")
+    key = keys[0]
+    values = table[key]
+    if not isinstance(values, list) or not values:
+        raise SpecError(f"{w}.{key}: a non-empty list, e.g. {key} = [2, 4]")
+    if key == "nodes":
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+            raise SpecError(f"{w}.nodes: whole node counts >= 1, e.g. [2, 4]")
+    elif any(isinstance(v, bool) or not isinstance(v, int | float) or not v > 0 for v in values):
+        raise SpecError(f"{w}.gcomp_scale: factors > 0, e.g. [1.0, 0.8, 0.6, 0.4]")
+    if len(set(values)) != len(values):
+        raise SpecError(f"{w}.{key}: a value appears twice")
+    return Sweep(key, tuple(float(v) for v in values))
 
 
 KINDS = ("paired", "job-stream")
@@ -168,10 +277,23 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
     if nodes < 1:
         raise SpecError(f"{wc}.nodes: must be >= 1")
     cpus = cluster.get("cpus_per_node")
-    if cpus is not None and (
+    fit = cpus == FIT
+    if fit:
+        cpus = None
+    elif cpus is not None and (
         isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus <= 0
     ):
-        raise SpecError(f"{wc}.cpus_per_node: a number > 0, e.g. 0.5")
+        raise SpecError(f'{wc}.cpus_per_node: a number > 0, e.g. 0.5, or "{FIT}"')
+    mechanism = _get(cluster, "cpu_mechanism", str, wc, "auto")
+    if fit and "cpu_mechanism" in cluster:
+        raise SpecError(f'{wc}.cpu_mechanism: cpus_per_node = "{FIT}" chooses it; remove the key')
+    sweep = _sweep(doc, origin)
+    quiet_limit = float(_get(exp, "quiet_limit", (int, float), w, 0.15))
+    quiet_retries = _get(exp, "quiet_retries", int, w, 2)
+    if quiet_limit < 0 or quiet_retries < 0:
+        raise SpecError(f"{w}: quiet_limit (cores) and quiet_retries must be >= 0")
+    jw = f"{origin}: [jobs]"
+    wait = _wait(jobs, jw, None)
     quantum = float(_get(ctl, "quantum", (int, float), f"{origin}: [controller]", 0.2))
     if quantum < 0.01:
         raise SpecError(f"{origin}: [controller].quantum: must be >= 0.01 s")
@@ -187,10 +309,14 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         nodes=nodes,
         link=_get(cluster, "link", str, wc, "myrinet"),
         cpus_per_node=float(cpus) if cpus is not None else None,
-        cpu_mechanism=_get(cluster, "cpu_mechanism", str, wc, "auto"),
+        cpu_mechanism=mechanism,
         cfs_period_us=_get(cluster, "cfs_period_us", int, wc, 10_000),
         quantum=quantum,
-        compute=_app(_get(jobs, "compute", dict, f"{origin}: [jobs]"), f"{origin}: [jobs.compute]"),
-        io=_app(_get(jobs, "io", dict, f"{origin}: [jobs]"), f"{origin}: [jobs.io]"),
+        compute=_app(_get(jobs, "compute", dict, jw), f"{origin}: [jobs.compute]", wait),
+        io=_app(_get(jobs, "io", dict, jw), f"{origin}: [jobs.io]", wait),
         cgroup=cgroup,
+        sweep=sweep,
+        cpus_fit=fit,
+        quiet_limit=quiet_limit,
+        quiet_retries=quiet_retries,
     )
