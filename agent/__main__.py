@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from agent.daemon import Agent, AgentConfig, Stop
+from agent.plan import WAIT_MODES
 from common.addr import addr_arg
 from common.addr import parse_addr as _parse_addr
 from common.errors import CoschedError
@@ -54,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cgroup-root", default=None, help="override the cgroup mount root")
     p.add_argument("--fifo-priority", type=int, default=10, help="SCHED_FIFO priority, 0 = off")
     p.add_argument("--freeze-timeout", type=float, default=1.0, help="seconds to confirm")
+    p.add_argument(
+        "--tt-wait",
+        choices=WAIT_MODES,
+        default="sleep",
+        help="last stretch before a time-triggered plan's instant: an absolute"
+        " clock_nanosleep (default) or a busy spin (docs/cluster.md)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -85,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         cgroup_root=args.cgroup_root,
         fifo_priority=args.fifo_priority,
         freeze_timeout=args.freeze_timeout,
+        tt_wait=args.tt_wait,
     )
 
     def on_term(signum: int, frame: FrameType | None) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent import wire
 from agent.jobs import JobError, check_job_id, kill_job
 from agent.local import LocalConfig, LocalPolicyError
+from agent.plan import Plan, TooFar
 from agent.server import AgentConn
 from common.cgroups import DEFAULT_WEIGHT
 
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent")
 
-Handler = Callable[[AgentConn, wire.Message], tuple[str, dict[str, Any]]]
+# None: the request is answered later (a plan with an instant: agent/plan.py).
+Handler = Callable[[AgentConn, wire.Message], tuple[str, dict[str, Any]] | None]
 
 
 class Refused(Exception):
@@ -51,7 +53,7 @@ class AgentAPI:
             handler = self._table.get(msg.type)
             if handler is None:
                 raise Refused("bad_request", f"{msg.type!r} is not a request")
-            rtype, data = handler(conn, msg)
+            answer = handler(conn, msg)
         except wire.BadRequest as e:
             log.warning("bad request from %s: %s", conn.peer, e)
             self.agent.server.send(conn, wire.ERROR, {"code": e.code, "reason": str(e)}, msg.seq)
@@ -60,6 +62,9 @@ class AgentAPI:
             log.warning("refused %s from %s: %s", msg.type, conn.peer, e.reason)
             self.agent.server.send(conn, wire.ERROR, {"code": e.code, "reason": e.reason}, msg.seq)
             return
+        if answer is None:
+            return  # the loop answers when it applies the plan
+        rtype, data = answer
         if rtype == wire.ACK:
             data["received_monotonic_ns"] = received_ns
         self.agent.server.send(conn, rtype, data, msg.seq)
@@ -121,6 +126,7 @@ class AgentAPI:
             "failsafe_activations": self.agent.failsafe.activations,
             "heartbeat_age_s": self.agent.failsafe.age(),
             "last_q": self.agent.last_q,
+            "plans": self._plans_status(),
             "jobs": [j.summary() for j in self.agent.jobs.values()],
             "cdc": self.agent.local.status(),
         }
@@ -175,13 +181,47 @@ class AgentAPI:
             raise Refused("bad_request", "launch: bad ranks/env/weight/start_frozen")
         return wire.OK, self.agent.launch(jid, d, ranks, env_extra, weight, frozen)
 
-    def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
+    def _plans_status(self) -> dict[str, Any]:
+        slot = self.agent.plans
+        c = slot.counters
+        return {
+            "pending_q": slot.pending.q if slot.pending else None,
+            "pending_at": slot.pending.at if slot.pending else None,
+            "accepted": c.accepted,
+            "late": c.late,
+            "replaced": c.replaced,
+            "refused": c.refused,
+            "dropped": c.dropped,
+            "max_ahead_s": slot.max_ahead,
+            "wait": self.agent.cfg.tt_wait,
+        }
+
+    def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]] | None:
+        """Apply now (no ``at``), or keep the plan for its instant (``at``: agent/plan.py)."""
         self._check_node(msg)
+        q: int = msg.data["q"]
         runnable: dict[str, int] = msg.data["jobs"]
         unknown = sorted(j for j in runnable if j not in self.agent.jobs)
         if unknown:
-            raise Refused("unknown_job", f"quantum {msg.data['q']}: unknown job(s) {unknown}")
-        ack = self.agent.apply(runnable)
-        self.agent.last_q = msg.data["q"]
-        ack.update(q=msg.data["q"], node=self.agent.cfg.node)
-        return wire.ACK, ack
+            raise Refused("unknown_job", f"quantum {q}: unknown job(s) {unknown}")
+        at = msg.data.get("at")
+        if at is None:
+            self.agent.replace_pending(q)
+            ack = self.agent.apply(runnable)
+            self.agent.last_q = q
+            ack.update(q=q, node=self.agent.cfg.node)
+            return wire.ACK, ack
+        plan = Plan(
+            q=q,
+            at=float(at),
+            runnable=dict(runnable),
+            conn=conn,
+            seq=msg.seq,
+            received_wall=self.agent.wall(),
+            received_monotonic_ns=time.monotonic_ns(),
+        )
+        try:
+            late_ack = self.agent.submit_plan(plan)
+        except TooFar as e:
+            raise Refused("too_far", str(e)) from None
+        return None if late_ack is None else (wire.ACK, late_ack)

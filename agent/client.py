@@ -181,20 +181,36 @@ class AgentClient:
         return self.request(wire.LAUNCH, data).data
 
     def quantum_message(
-        self, node: str, q: int, jobs: dict[str, int], start: float | None = None
+        self,
+        node: str,
+        q: int,
+        jobs: dict[str, int],
+        start: float | None = None,
+        at: float | None = None,
     ) -> dict[str, Any]:
-        return {
+        """The quantum request; ``at`` (CLOCK_REALTIME s) makes it time-triggered."""
+        data: dict[str, Any] = {
             "q": q,
             "node": node,
             "jobs": jobs,
             "start": time.time() if start is None else start,
         }
+        if at is not None:
+            data["at"] = at
+        return data
 
     def quantum(
-        self, node: str, q: int, jobs: dict[str, int], start: float | None = None
+        self,
+        node: str,
+        q: int,
+        jobs: dict[str, int],
+        start: float | None = None,
+        at: float | None = None,
     ) -> dict[str, Any]:
-        """Apply a quantum; returns the ack data (cpu_ns per job, latencies, ...)."""
-        return self.request(wire.QUANTUM, self.quantum_message(node, q, jobs, start)).data
+        """Apply a quantum (at ``at``, if given); returns the ack data (cpu_ns per job, ...)."""
+        wait = self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
+        msg = self.quantum_message(node, q, jobs, start, at)
+        return self.request(wire.QUANTUM, msg, wait).data
 
     def kill(self, node: str, job_id: str) -> dict[str, Any]:
         return self.request(wire.KILL, {"node": node, "job_id": job_id}).data

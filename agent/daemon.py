@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent import wire
 from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, spawn_rank
 from agent.local import LocalScheduler
 from agent.metrics import AgentMetrics, Snapshot
+from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
 from agent.realtime import set_realtime
 from agent.server import AgentConn, AgentServer
 from common.cgroups import (
@@ -41,6 +43,7 @@ from common.cgroups import (
     prepare_base,
 )
 from common.cgroups import Cgroups as CgroupDriver
+from common.cgroups.driver import PreparedThaw
 
 log = logging.getLogger("agent")
 
@@ -73,6 +76,9 @@ class AgentConfig:
     cgroup_root: str | None = None
     fifo_priority: int = 10  # 0 = stay SCHED_OTHER
     freeze_timeout: float = 1.0
+    tt_wait: str = (
+        "sleep"  # last stretch before a plan's instant: "sleep" or "spin" (agent/plan.py)
+    )
 
 
 class Agent:
@@ -81,8 +87,10 @@ class Agent:
         config: AgentConfig,
         driver: CgroupDriver | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.cfg = config
+        self.wall = wall  # CLOCK_REALTIME: the clock plans' instants are on
         explicit = bool(config.cgroup_parent.strip("/"))
         self.driver = driver or open_cgroups(
             config.backend or "auto",
@@ -98,6 +106,8 @@ class Agent:
         )
         self.jobs: dict[str, Job] = {}
         self.failsafe = FailSafe(config.failsafe_timeout, clock)
+        # A plan must take effect before the fail-safe would give up on the controller.
+        self.plans = PlanSlot(max_ahead=config.failsafe_timeout)
         self.lock = threading.Lock()
         self.metrics = AgentMetrics(self.snapshot)
         self.sel = selectors.DefaultSelector()
@@ -165,10 +175,21 @@ class Agent:
 
     def loop(self) -> None:
         while not self._stopping:
-            self.step(min(self.failsafe.time_left(), REAP_INTERVAL, self.local.timeout()))
+            self.step(
+                min(
+                    self.failsafe.time_left(),
+                    REAP_INTERVAL,
+                    self.local.timeout(),
+                    self.plans.wake_in(self.wall()),
+                )
+            )
 
     def step(self, timeout: float) -> None:
-        for key, mask in self.sel.select(max(0.0, timeout)):
+        ready = self.sel.select(max(0.0, timeout))
+        # A due plan goes before the frames that arrived with the wake-up: its
+        # instant cannot wait for them.
+        self._fire_due_plan()
+        for key, mask in ready:
             if self.server.owns(key.data):
                 self.server.ready(key.data, mask)
             elif self.local.owns(key.data):
@@ -181,6 +202,7 @@ class Agent:
         self.local.poll()
         if self.failsafe.poll() is Transition.ACTIVATE:
             self._activate_failsafe()
+        self._fire_due_plan()  # the frames just handled may have brought one already due
         now = time.monotonic()
         if now >= self._next_reap:
             self._next_reap = now + REAP_INTERVAL
@@ -189,6 +211,7 @@ class Agent:
     def shutdown(self) -> None:
         """Never leave a job frozen behind: thaw everything, default weights."""
         self.local.close()
+        self._drop_plan("the agent is exiting")
         self._release_all("agent exiting")
         with contextlib.suppress(CgroupError, OSError):
             self.driver.unpin_freezer(self.parent)
@@ -214,6 +237,8 @@ class Agent:
         return len(frozen)
 
     def _activate_failsafe(self) -> None:
+        # A pending plan would freeze jobs again after the release below.
+        self._drop_plan("fail-safe: the controller went silent")
         n = self._release_all("fail-safe")
         self.metrics.failsafe_activations.inc()
         log.warning(
@@ -392,45 +417,180 @@ class Agent:
 
     # ---- enforcement -------------------------------------------------------
     def apply(self, runnable: dict[str, int]) -> dict[str, Any]:
-        """Freeze the others, set weights, thaw the runnable; report CPU since last time."""
+        """Immediate mode: freeze the others, set weights, thaw the runnable.
+
+        Freezing first means the outgoing and incoming gangs never overlap on
+        this node; the price is that the thaw, the instant the gang needs
+        together on every node, comes after this node's freeze confirmation and
+        whenever the command happened to arrive (see :meth:`apply_at`).
+        """
         t0 = time.perf_counter()
-        live = [j for j in self.jobs.values() if not j.ended]
+        live, to_freeze, to_thaw = self._split(runnable)
         errors: dict[str, str] = {}
+        freeze_lat = self._freeze(to_freeze, errors)
+        freeze_s = time.perf_counter() - t0
+        self._set_weights(live, runnable, errors)
+        thaw_lat = self._thaw(to_thaw, errors)
+        thawed_ns = time.time_ns()
+        ack = self._finish(live, freeze_lat, thaw_lat, errors, t0)
+        ack.update(mode="immediate", thawed_realtime_ns=thawed_ns, freeze_confirm_s=freeze_s)
+        return ack
+
+    def apply_at(self, plan: Plan) -> dict[str, Any]:
+        """Time-triggered mode: thaw the incoming jobs at ``plan.at``, then freeze the others.
+
+        Before the instant (the loop wakes ``EARLY_S`` ahead) the incoming
+        jobs, still frozen, get their weights, so nothing but the thaw writes
+        lies on the path from the instant to the gang running. After the thaw
+        the outgoing jobs are frozen and confirmed; until then both may run on
+        this node, for ``freeze_confirm_s`` (docs/cluster.md says why we accept
+        that). The ack is sent after the confirmation, with the same CPU-time
+        accounting as :meth:`apply`, so the controller's utilization feedback
+        is unchanged.
+        """
+        prepared_ns = time.time_ns()
+        live, to_freeze, to_thaw = self._split(plan.runnable)
+        errors: dict[str, str] = {}
+        self._set_weights(to_thaw, plan.runnable, errors)
+        thaw = self._prepare_thaw(to_thaw)
+        try:
+            if not plan.late:
+                wait_until(plan.at, self.cfg.tt_wait)
+            woke_ns = time.time_ns()
+            t0 = time.perf_counter()
+            if thaw is not None:
+                thaw.write()
+                thaw_lat: dict[str, float] = {}
+            else:
+                thaw_lat = self._thaw(to_thaw, errors)
+            thawed_ns = time.time_ns()
+            # One host, fewer cores than agents: the other agents woken for this
+            # instant on this core (same FIFO priority) thaw before we go on.
+            # Alone on a node, this returns at once.
+            os.sched_yield()
+            t_thawed = time.perf_counter()
+            freeze_lat = self._freeze(to_freeze, errors)
+            freeze_s = time.perf_counter() - t_thawed
+            if thaw is not None:
+                thaw_lat = self._confirm_thaw(thaw, to_thaw, errors)
+        finally:
+            if thaw is not None:
+                thaw.close()
+        moved = {j.job_id for j in to_thaw} | {j.job_id for j in to_freeze}
+        stay = [j for j in live if j.job_id not in moved]
+        self._set_weights(stay, plan.runnable, errors)
+        ack = self._finish(live, freeze_lat, thaw_lat, errors, t0)
+        lateness = thawed_ns / 1e9 - plan.at
+        self.metrics.tt_lateness.observe(max(0.0, lateness))
+        ack.update(
+            mode="time-triggered",
+            at=plan.at,
+            late=plan.late,
+            thawed_realtime_ns=thawed_ns,
+            lateness_s=lateness,
+            # Where the lateness comes from: the loop's wake-up before the
+            # instant (negative: early, as it should be), the end of the final
+            # wait after it, and the thaw writes from there.
+            received_s=plan.received_wall - plan.at,
+            prepared_s=prepared_ns / 1e9 - plan.at,
+            woke_s=woke_ns / 1e9 - plan.at,
+            thaw_writes_s=(thawed_ns - woke_ns) / 1e9,
+            freeze_confirm_s=freeze_s,
+            wait=self.cfg.tt_wait,
+            received_monotonic_ns=plan.received_monotonic_ns,
+        )
+        return ack
+
+    def _prepare_thaw(self, jobs: list[Job]) -> PreparedThaw | None:
+        """Open the thaw requests before the instant; None: thaw the slow way then."""
+        if not jobs:
+            return None
+        try:
+            return self.driver.prepare_thaw([j.cgroup for j in jobs])
+        except (CgroupError, OSError) as e:
+            log.warning("cannot prepare the thaw of %s (%s): thawing on the slow path",
+                        [j.job_id for j in jobs], e)  # fmt: skip
+            return None
+
+    def _confirm_thaw(
+        self, thaw: PreparedThaw, jobs: list[Job], errors: dict[str, str]
+    ) -> dict[str, float]:
+        lat: dict[str, float] = {}
+        try:
+            lat = thaw.confirm()
+        except (CgroupError, OSError) as e:
+            for j in jobs:
+                errors[j.job_id] = f"thaw failed: {e}"
+        for j in jobs:
+            if j.cgroup in thaw.failed:
+                errors[j.job_id] = f"thaw failed: {thaw.failed[j.cgroup]}"
+            if j.cgroup in lat:
+                j.frozen = False
+        return lat
+
+    def _split(self, runnable: dict[str, int]) -> tuple[list[Job], list[Job], list[Job]]:
+        live = [j for j in self.jobs.values() if not j.ended]
         to_freeze = [j for j in live if j.job_id not in runnable and not j.frozen]
         to_thaw = [j for j in live if j.job_id in runnable and j.frozen]
-        # Freeze first so outgoing and incoming gangs never overlap.
-        freeze_lat: dict[str, float] = {}
+        return live, to_freeze, to_thaw
+
+    def _freeze(self, jobs: list[Job], errors: dict[str, str]) -> dict[str, float]:
+        if not jobs:
+            return {}
+        lat: dict[str, float] = {}
         try:
-            freeze_lat = self.driver.freeze_many([j.cgroup for j in to_freeze])
+            lat = self.driver.freeze_many([j.cgroup for j in jobs])
         except FreezeError as e:
-            freeze_lat = e.done
-            for j in to_freeze:
+            lat = e.done
+            for j in jobs:
                 if j.cgroup in e.failed:
                     errors[j.job_id] = f"freeze failed: {e}"
         except (CgroupError, OSError) as e:
-            for j in to_freeze:
+            for j in jobs:
                 errors[j.job_id] = f"freeze failed: {e}"
-        for j in to_freeze:
-            if j.cgroup in freeze_lat:
+        for j in jobs:
+            if j.cgroup in lat:
                 j.frozen = True
-        for j in live:
+        return lat
+
+    def _thaw(self, jobs: list[Job], errors: dict[str, str]) -> dict[str, float]:
+        if not jobs:
+            return {}
+        lat: dict[str, float] = {}
+        try:
+            lat = self.driver.thaw_many([j.cgroup for j in jobs])
+        except (CgroupError, OSError) as e:
+            for j in jobs:
+                errors[j.job_id] = f"thaw failed: {e}"
+        for j in jobs:
+            if j.cgroup in lat:
+                j.frozen = False
+        return lat
+
+    def _set_weights(
+        self, jobs: list[Job], runnable: dict[str, int], errors: dict[str, str]
+    ) -> None:
+        # A local scheme owns the weights (its boosts); the quantum only freezes and thaws.
+        if self.local.active:
+            return
+        for j in jobs:
             w = runnable.get(j.job_id)
-            # A local scheme owns the weights (its boosts); the quantum only freezes and thaws.
-            if w is not None and w != j.weight and not self.local.active:
+            if w is not None and w != j.weight:
                 try:
                     self.driver.set_weight(j.cgroup, w)
                     j.weight = w
                 except (CgroupError, OSError) as e:
                     errors[j.job_id] = f"weight failed: {e}"
-        thaw_lat: dict[str, float] = {}
-        try:
-            thaw_lat = self.driver.thaw_many([j.cgroup for j in to_thaw])
-        except (CgroupError, OSError) as e:
-            for j in to_thaw:
-                errors[j.job_id] = f"thaw failed: {e}"
-        for j in to_thaw:
-            if j.cgroup in thaw_lat:
-                j.frozen = False
+
+    def _finish(
+        self,
+        live: list[Job],
+        freeze_lat: dict[str, float],
+        thaw_lat: dict[str, float],
+        errors: dict[str, str],
+        t0: float,
+    ) -> dict[str, Any]:
+        """The ack both modes share: CPU since the previous apply, latencies, errors."""
         done_ns = time.monotonic_ns()
         apply_s = time.perf_counter() - t0
         cpu = self._cpu_deltas()
@@ -449,6 +609,73 @@ class Agent:
             "weights_enforced": self.driver.capabilities.weights_enforced,
             "errors": errors,
         }
+
+    # ---- time-triggered plans (agent/plan.py) --------------------------------------
+    def submit_plan(self, plan: Plan) -> dict[str, Any] | None:
+        """A quantum with an instant: kept until then (returns None, the ack follows
+        from the loop), or applied now if the instant has passed (returns the ack).
+
+        Raises :class:`TooFar` for an instant beyond the fail-safe timeout.
+        """
+        try:
+            offer, replaced = self.plans.offer(plan, self.wall())
+        except TooFar:
+            self.metrics.tt_refused.inc()
+            raise
+        self.metrics.tt_plans.inc()
+        self._answer_replaced(replaced, plan.q)
+        if offer is Offer.LATE:
+            self.metrics.tt_late.inc()
+            log.info(
+                "quantum %d arrived %.6f s after its instant: applied late",
+                plan.q,
+                self.wall() - plan.at,
+            )
+            return self._applied(plan)
+        return None
+
+    def replace_pending(self, q: int) -> None:
+        """An immediate quantum arrived: it replaces a pending plan."""
+        self._answer_replaced(self.plans.replace(), q)
+
+    def _answer_replaced(self, old: Plan | None, q: int) -> None:
+        if old is None:
+            return
+        self.metrics.tt_replaced.inc()
+        log.warning("quantum %d replaced by quantum %d before its instant", old.q, q)
+        self._reply(
+            old,
+            wire.ERROR,
+            {
+                "code": "replaced",
+                "reason": f"quantum {old.q} replaced by quantum {q} before its instant",
+            },
+        )
+
+    def _reply(self, plan: Plan, mtype: str, data: dict[str, Any]) -> None:
+        conn = plan.conn
+        if isinstance(conn, AgentConn) and conn.open and not conn.closing:
+            self.server.send(conn, mtype, data, plan.seq)
+
+    def _applied(self, plan: Plan) -> dict[str, Any]:
+        ack = self.apply_at(plan)
+        self.last_q = plan.q
+        ack.update(q=plan.q, node=self.cfg.node)
+        return ack
+
+    def _fire_due_plan(self) -> None:
+        """Apply the pending plan once its instant is within ``EARLY_S``; ack it."""
+        plan = self.plans.due(self.wall())
+        if plan is None:
+            return
+        self._reply(plan, wire.ACK, self._applied(plan))
+
+    def _drop_plan(self, why: str) -> None:
+        plan = self.plans.drop()
+        if plan is None:
+            return
+        log.warning("quantum %d dropped before its instant: %s", plan.q, why)
+        self._reply(plan, wire.ERROR, {"code": "dropped", "reason": f"quantum {plan.q}: {why}"})
 
     def _cpu_deltas(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -38,6 +38,9 @@ LATENCY_BUCKETS = (
     100e-3,
 )
 
+# 10 us .. 10 ms: a time-triggered thaw lands tens of us after its instant at SCHED_FIFO.
+LATENESS_BUCKETS = (10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3)
+
 
 @dataclass
 class Snapshot:
@@ -213,6 +216,33 @@ class AgentMetrics:
         self.failsafe_activations = Counter(
             "cosched_agent_failsafe_activations",
             "Times the agent lost its controller and fell back to local scheduling",
+            registry=self.registry,
+        )
+        # Time-triggered switches (agent/plan.py, docs/cluster.md).
+        self.tt_plans = Counter(
+            "cosched_agent_tt_plans",
+            "Quantum plans received with an instant to apply them at",
+            registry=self.registry,
+        )
+        self.tt_late = Counter(
+            "cosched_agent_tt_late_plans",
+            "Plans whose instant had passed on arrival (applied at once)",
+            registry=self.registry,
+        )
+        self.tt_replaced = Counter(
+            "cosched_agent_tt_replaced_plans",
+            "Pending plans replaced by a newer command before their instant",
+            registry=self.registry,
+        )
+        self.tt_refused = Counter(
+            "cosched_agent_tt_refused_plans",
+            "Plans refused because their instant was beyond the fail-safe timeout",
+            registry=self.registry,
+        )
+        self.tt_lateness = Histogram(
+            "cosched_agent_tt_lateness_seconds",
+            "From a plan's instant to the agent's thaw writes done (CLOCK_REALTIME)",
+            buckets=LATENESS_BUCKETS,
             registry=self.registry,
         )
         self.registry.register(_AgentCollector(source))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import struct
 import time
 from dataclasses import dataclass, field
@@ -70,6 +71,8 @@ SCHEMAS: dict[str, dict[str, type | tuple[type, ...]]] = {
     HELLO: {"nonce": str},
     HEARTBEAT: {},
     LAUNCH: {"node": str, "job_id": str, "argv": list},
+    # Optional ``at``: the CLOCK_REALTIME instant (s) to apply it at (agent/plan.py);
+    # without it the agent applies the quantum on arrival.
     QUANTUM: {"q": int, "start": (int, float), "node": str, "jobs": dict},
     KILL: {"node": str, "job_id": str},
     STATUS: {},
@@ -243,6 +246,14 @@ def validate(msg: Message) -> None:
         if not isinstance(val, typ) or (isinstance(val, bool) and typ is int):
             raise BadRequest(f"{msg.type}: field {name!r} has the wrong type")
     if msg.type == QUANTUM:
+        at = msg.data.get("at")
+        if at is not None and (
+            not isinstance(at, int | float)
+            or isinstance(at, bool)
+            or not math.isfinite(at)
+            or at <= 0
+        ):
+            raise BadRequest("quantum: 'at' must be a positive number of seconds (CLOCK_REALTIME)")
         for jid, w in msg.data["jobs"].items():
             if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 10000:
                 raise BadRequest(f"quantum: weight of job {jid!r} must be an int in 1..10000")

@@ -32,7 +32,7 @@ from common.cgroups.base import (
     parse_pids,
 )
 from common.cgroups.errors import CgroupError, CgroupSetupError, FreezeError, ThawError
-from common.cgroups.fs import CgroupFS
+from common.cgroups.fs import CgroupFS, OpenedWrite
 from common.cgroups.layout import Hierarchy, Layout
 from common.cgroups.v1 import V1Acct, V1Cpu, V1Cpuset, V1Freezer
 from common.cgroups.v2 import V2Acct, V2Cpu, V2Cpuset, V2Freezer
@@ -45,6 +45,7 @@ class _Freezer(Protocol):
     version: int
 
     def request(self, d: str, frozen: bool) -> None: ...
+    def request_file(self, d: str, frozen: bool) -> tuple[str, str]: ...
     def frozen(self, d: str) -> bool: ...
     def thawed(self, d: str) -> bool: ...
     def needs_thaw(self, d: str) -> bool: ...
@@ -526,6 +527,16 @@ class Cgroups:
             )
         return done
 
+    def prepare_thaw(self, paths: Iterable[str]) -> PreparedThaw:
+        """Open the thaw requests of ``paths`` now, to write them at an instant later.
+
+        :meth:`thaw_many` split in three for a time-triggered switch
+        (agent/plan.py): this opens every request file; :meth:`PreparedThaw.write`
+        is then one ``write()`` per group; :meth:`PreparedThaw.confirm` polls
+        as :meth:`thaw_many` does. Close it (it is a context manager).
+        """
+        return PreparedThaw(self, list(paths))
+
     def _request_all(self, fz: _Freezer, paths: list[str], frozen: bool) -> dict[str, float]:
         """Write every request before confirming any; returns when each was asked."""
         start: dict[str, float] = {}
@@ -725,3 +736,55 @@ class Cgroups:
         for h in self.layout.mounts():
             out += [f"{h.mount}:{cg}" for cg in self.subtree(check_rel(path), h)]
         return out
+
+
+class PreparedThaw:
+    """Thaw requests opened ahead of their instant (:meth:`Cgroups.prepare_thaw`)."""
+
+    def __init__(self, cg: Cgroups, paths: list[str]) -> None:
+        self._cg = cg
+        self.paths = paths
+        self._writes: list[OpenedWrite] = []
+        self._start: dict[str, float] = {}
+        self.failed: dict[str, str] = {}  # path -> why its request could not be written
+        fz = cg._need_freezer()
+        try:
+            for p in paths:
+                f, value = fz.request_file(cg._dir("freezer", check_rel(p)), False)
+                self._writes.append(cg.fs.open_write(f, value))
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> PreparedThaw:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def write(self) -> None:
+        """Every thaw request, now: one write() each; failures land in :attr:`failed`."""
+        for p, w in zip(self.paths, self._writes, strict=True):
+            self._start[p] = time.perf_counter()
+            try:
+                w.write()
+            except OSError as e:
+                self.failed[p] = e.strerror or str(e)
+
+    def confirm(self) -> dict[str, float]:
+        """Latency of each written request to the kernel reporting the group thawed.
+
+        Raises :class:`ThawError` if one was not confirmed within the timeout.
+        """
+        todo = [p for p in self._start if p not in self.failed]
+        done, pending = self._cg._poll(todo, self._start, self._cg.is_thawed, False)
+        if pending:
+            raise ThawError(
+                f"thaw not confirmed within {self._cg.freeze_timeout}s for {sorted(pending)}"
+            )
+        return done
+
+    def close(self) -> None:
+        for w in self._writes:
+            with contextlib.suppress(OSError):
+                w.close()

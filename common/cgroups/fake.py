@@ -27,7 +27,7 @@ import errno
 import os
 from pathlib import Path
 
-from common.cgroups.fs import CgroupFS
+from common.cgroups.fs import CgroupFS, OpenedWrite
 from common.cgroups.layout import Layout, parse_layout
 
 V1_HIERARCHIES = ("freezer", "cpu", "cpuacct", "cpuset")
@@ -207,6 +207,12 @@ class FakeCgroupFS(CgroupFS):
             return path.read_text().replace("frozen 1", "frozen 0")
         return path.read_text(encoding="ascii")
 
+    def open_write(self, path: Path | str, value: str) -> OpenedWrite:
+        """The fake's opened write plays the kernel at write time, like :meth:`write`."""
+        if not Path(path).exists():
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        return _FakeOpenedWrite(self, path, value)
+
     def write(self, path: Path | str, value: str) -> None:
         path = Path(path)
         d = path.parent
@@ -381,6 +387,17 @@ class FakeCgroupFS(CgroupFS):
                     continue
                 out.append(f"{name}:{d.relative_to(top)}")
         return out
+
+
+class _FakeOpenedWrite(OpenedWrite):
+    def __init__(self, fs: FakeCgroupFS, path: Path | str, value: str) -> None:
+        self.path = str(path)
+        self._fs = fs
+        self._value = value
+        self._fd = -1
+
+    def write(self) -> None:
+        self._fs.write(self.path, self._value)
 
 
 def fake_v1(tmp: str | os.PathLike[str], **kw: object) -> FakeCgroupFS:

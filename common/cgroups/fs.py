@@ -12,6 +12,28 @@ import os
 from pathlib import Path
 
 
+class OpenedWrite:
+    """A cgroup file opened now and written later with one ``write()``.
+
+    For a write that must land at a deadline (a time-triggered thaw,
+    agent/plan.py): opening a cgroup file costs as much as writing it
+    (measured ~30 us each for v1 ``freezer.state``), so the open is done ahead.
+    """
+
+    def __init__(self, path: Path | str, value: str) -> None:
+        self.path = str(path)
+        self._data = value.encode("ascii")
+        self._fd = os.open(path, os.O_WRONLY)
+
+    def write(self) -> None:
+        os.write(self._fd, self._data)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
 class CgroupFS:
     """Plain file I/O on a cgroup filesystem (the real kernel does the rest)."""
 
@@ -34,6 +56,10 @@ class CgroupFS:
             os.write(fd, value.encode("ascii"))
         finally:
             os.close(fd)
+
+    def open_write(self, path: Path | str, value: str) -> OpenedWrite:
+        """Open ``path`` now to write ``value`` later (:class:`OpenedWrite`)."""
+        return OpenedWrite(path, value)
 
     def mkdir(self, path: Path | str) -> None:
         os.mkdir(path)

@@ -22,8 +22,12 @@ class V1Freezer:
     def state_file(self, d: str) -> str:
         return d + "/freezer.state"
 
+    def request_file(self, d: str, frozen: bool) -> tuple[str, str]:
+        """The file a freeze or thaw request is written to, and the value."""
+        return self.state_file(d), "FROZEN" if frozen else "THAWED"
+
     def request(self, d: str, frozen: bool) -> None:
-        self.fs.write(self.state_file(d), "FROZEN" if frozen else "THAWED")
+        self.fs.write(*self.request_file(d, frozen))
 
     def frozen(self, d: str) -> bool:
         # FREEZING while tasks are still on their way into the refrigerator.

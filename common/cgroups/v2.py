@@ -29,8 +29,12 @@ class V2Freezer:
     def events_file(self, d: str) -> str:
         return d + "/cgroup.events"
 
+    def request_file(self, d: str, frozen: bool) -> tuple[str, str]:
+        """The file a freeze or thaw request is written to, and the value."""
+        return d + "/cgroup.freeze", "1" if frozen else "0"
+
     def request(self, d: str, frozen: bool) -> None:
-        self.fs.write(d + "/cgroup.freeze", "1" if frozen else "0")
+        self.fs.write(*self.request_file(d, frozen))
 
     def frozen(self, d: str) -> bool:
         # "frozen 1" only once every task is stopped (not just asked to).
