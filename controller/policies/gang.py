@@ -113,6 +113,11 @@ class MatrixGang(GangPolicy):
         self._built_running: frozenset[int] | None = None
         # (row stamp, partner row stamp or -1) -> node_jobs, jobs, busy nodes (bit set)
         self._cells: dict[tuple[int, int], _Cells] = {}
+        # (id of node_jobs, alternates, their node bit sets) -> (that node_jobs, with them)
+        self._alt_cells: dict[
+            tuple[int, tuple[int, ...], tuple[int, ...]],
+            tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]],
+        ] = {}
 
     # ------------------------------------------------------------ GangPolicy
     def submit(self, job: JobRequest, now: float) -> None:
@@ -308,6 +313,36 @@ class MatrixGang(GangPolicy):
     def _build_plan(self, slot: int) -> QuantumPlan:
         raise NotImplementedError
 
+    def _with_alternates(
+        self,
+        node_jobs: tuple[tuple[int, ...], ...],
+        alternates: tuple[int, ...],
+        *,
+        beside: bool,
+    ) -> tuple[tuple[int, ...], ...]:
+        """``node_jobs`` with each alternate on its nodes: alone (strict gang) or,
+        with ``beside``, first beside what runs there (paired gang).
+
+        The same inputs give the same object back (cached by identity, with the
+        alternates' nodes in the key), so the simulator's per-plan work keyed on
+        ``node_jobs`` is done once per distinct plan rather than per quantum.
+        """
+        mask_of = self.matrix.job_mask
+        key = (id(node_jobs), alternates, tuple(map(mask_of, alternates)))
+        hit = self._alt_cells.get(key)
+        if hit is not None and hit[0] is node_jobs:
+            return hit[1]
+        cells = list(node_jobs)
+        nodes_of = self.matrix.nodes_of
+        for job in alternates:
+            for n in nodes_of(job):
+                cells[n] = (job, *cells[n]) if beside else (job,)
+        built = tuple(cells)
+        if len(self._alt_cells) >= 512:
+            self._alt_cells.clear()
+        self._alt_cells[key] = (node_jobs, built)
+        return built
+
     def _row_cells(self, slot: int, partner: int | None = None) -> _Cells:
         """node_jobs of ``slot`` alone or with ``partner`` (its job second on a
         shared node), the set of their jobs and their busy nodes as a bit set.
@@ -326,8 +361,12 @@ class MatrixGang(GangPolicy):
             alive.add(-1)
             self._cells = {k: v for k, v in self._cells.items() if k[0] in alive and k[1] in alive}
         if partner is None:
+            # one (job,) per job, looked up per node: cheaper than a test per node
+            one: dict[int | None, tuple[int, ...]] = {None: ()}
+            for job in snap.jobs[slot]:
+                one[job] = (job,)
             cells = (
-                tuple(() if a is None else (a,) for a in self.matrix.row_cells(slot)),
+                tuple(map(one.__getitem__, self.matrix.row_cells(slot))),
                 frozenset(snap.jobs[slot]),
                 snap.busy[slot],
             )
@@ -376,11 +415,7 @@ class StrictGang(MatrixGang):
         node_jobs, running, busy = self._row_cells(slot)
         alternates = matrix.alternates_masked(slot, busy) if self.alternate else ()
         if alternates:
-            cells = list(node_jobs)
-            for job in alternates:
-                for n in matrix.nodes_of(job):
-                    cells[n] = (job,)
-            node_jobs = tuple(cells)
+            node_jobs = self._with_alternates(node_jobs, alternates, beside=False)
             running = running | frozenset(alternates)
         self._built_running = running
         return QuantumPlan(

@@ -29,6 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_, is_not
+from typing import cast
 
 from controller.policies.base import PolicyError
 
@@ -133,11 +136,10 @@ class OusterhoutMatrix:
         cached = self._jobs_cache.get(stamp)
         if cached is not None:
             return cached
-        seen: dict[int, None] = {}
-        for job in self._rows[slot]:
-            if job is not None:
-                seen[job] = None
-        jobs = tuple(seen)
+        # first appearance order, empty cells dropped (C loops: rows are wide)
+        seen: dict[int | None, None] = dict.fromkeys(self._rows[slot])
+        seen.pop(None, None)
+        jobs = cast(tuple[int, ...], tuple(seen))
         self._jobs_cache[stamp] = jobs
         return jobs
 
@@ -168,7 +170,8 @@ class OusterhoutMatrix:
         stamp = self.row_stamp(slot)
         cached = self._free_cache.get(stamp)
         if cached is None:
-            cached = tuple(n for n, job in enumerate(self._rows[slot]) if job is None)
+            row = self._rows[slot]
+            cached = tuple(compress(range(len(row)), map(is_, row, repeat(None))))
             self._free_cache[stamp] = cached
         return cached
 
@@ -177,7 +180,8 @@ class OusterhoutMatrix:
         stamp = self.row_stamp(slot)
         cached = self._busy_cache.get(stamp)
         if cached is None:
-            cached = tuple(n for n, job in enumerate(self._rows[slot]) if job is not None)
+            row = self._rows[slot]
+            cached = tuple(compress(range(len(row)), map(is_not, row, repeat(None))))
             self._busy_cache[stamp] = cached
         return cached
 

@@ -184,6 +184,16 @@ class PairedGang(MatrixGang):
         self._band_cache: dict[int, tuple[int, float, float]] = {}
         self._excl_cache: dict[int, bool] = {}
         self._homog_dirty: set[int] | None = None  # rows to check; None = all
+        # _matchable() and the Fig. 4 result for it: both change only when a row
+        # does or one of its jobs is observed (_sync drops them), yet Fig. 4 is
+        # asked for at every round (issue 11: a fifth of a fluid run)
+        self._matchable_memo: dict[int, float] | None = None
+        # (row stamp, partner stamp, their cores) -> _pair_cells when a core is partial
+        self._pair_cache: dict[
+            tuple[int, int, frozenset[int], frozenset[int]],
+            tuple[tuple[tuple[int, ...], ...], frozenset[int], int],
+        ] = {}
+        self._fig4_memo: tuple[dict[int, float], float, bool, dict[int, int | None]] | None = None
         super().__init__(
             nodes,
             max_slots=max_slots,
@@ -247,11 +257,7 @@ class PairedGang(MatrixGang):
             )
             if alternates:
                 # the alternate joins the selected row: first on its nodes, then the partner's job
-                cells = list(node_jobs)
-                for job in alternates:
-                    for n in matrix.nodes_of(job):
-                        cells[n] = (job, *cells[n])
-                node_jobs = tuple(cells)
+                node_jobs = self._with_alternates(node_jobs, alternates, beside=True)
                 running = running | frozenset(alternates)
         self._built_running = running
         return QuantumPlan(
@@ -278,6 +284,15 @@ class PairedGang(MatrixGang):
         if len(core_s) == len(jobs[slot]) and len(core_p) == len(jobs[partner]):
             both = self._row_cells(slot, partner)  # both rows pair in full (cached)
             return both[0], both[1], self._snap.busy[partner]
+        # cached on the rows' contents and cores, so that an unchanged pair gives
+        # the same node_jobs object back (the simulator's work keyed on it is reused)
+        stamps = self._snap.stamps
+        key = (stamps[slot], stamps[partner], core_s, core_p)
+        hit = self._pair_cache.get(key)
+        if hit is not None:
+            return hit
+        if len(self._pair_cache) >= 1024:
+            self._pair_cache.clear()
         masks = self.matrix.job_mask
         blocked = 0
         for j in jobs[slot]:
@@ -295,7 +310,9 @@ class PairedGang(MatrixGang):
                 shared |= mask
                 for n in nodes_of(j):
                     cells[n] = (*cells[n], j)
-        return tuple(cells), frozenset(running), shared
+        result = (tuple(cells), frozenset(running), shared)
+        self._pair_cache[key] = result
+        return result
 
     def _alternate_test(
         self, slot: int, partner: int | None, shared: int
@@ -331,6 +348,7 @@ class PairedGang(MatrixGang):
         if matrix.version != self._snap.version:
             self._snap = matrix.snapshot()
             self._homog_dirty = None
+            self._matchable_memo = None
             if len(self._util_cache) + len(self._band_cache) > 8 * len(self._snap.jobs) + 64:
                 alive = set(self._snap.stamps)
                 for cache in (self._util_cache, self._band_cache, self._excl_cache):
@@ -348,6 +366,7 @@ class PairedGang(MatrixGang):
                 continue
             slot = where.slot
             stamp = stamps[slot]
+            self._matchable_memo = None
             util.pop(stamp, None)
             band.pop(stamp, None)
             if dirty is not None:
@@ -365,35 +384,38 @@ class PairedGang(MatrixGang):
         estimate is below the lowest such estimate + M. Unflagged measured
         jobs are predicted their estimate, so the prediction is the estimate.
         """
-        stamp = self._snap.stamps[slot]
-        value = self._util_cache.get(stamp)
-        if value is None:
-            flagged = self._flagged
-            get = self._estimates.get
-            measured: list[tuple[int, float]] = []
-            for j in self._snap.jobs[slot]:
-                e = get(j)
-                if e is not None and j not in flagged:
-                    measured.append((j, e))
-            if not measured:
-                value = (frozenset(), None, 0.0)
-            else:
-                low = min(e for _, e in measured)
-                limit = low + self.band - _EPS
-                core = [(j, e) for j, e in measured if e < limit]
-                value = (frozenset(j for j, _ in core), max(e for _, e in core), low)
-            self._util_cache[stamp] = value
+        value = self._util_cache.get(self._snap.stamps[slot])
+        return self._compute_util(slot) if value is None else value
+
+    def _compute_util(self, slot: int) -> tuple[frozenset[int], float | None, float]:
+        """:meth:`_util_cache_entry` on a cache miss: compute and store."""
+        flagged = self._flagged
+        get = self._estimates.get
+        measured: list[tuple[int, float]] = []
+        for j in self._snap.jobs[slot]:
+            e = get(j)
+            if e is not None and j not in flagged:
+                measured.append((j, e))
+        value: tuple[frozenset[int], float | None, float]
+        if not measured:
+            value = (frozenset(), None, 0.0)
+        else:
+            low = min(e for _, e in measured)
+            limit = low + self.band - _EPS
+            core = [(j, e) for j, e in measured if e < limit]
+            value = (frozenset(j for j, _ in core), max(e for _, e in core), low)
+        self._util_cache[self._snap.stamps[slot]] = value
         return value
 
     def _mask_of(self, job_id: int) -> int:
         return self.matrix.job_mask(job_id)
 
     def _core(self, slot: int) -> frozenset[int]:
-        return self._core_util(slot)[0]
+        return self._util_cache_entry(slot)[0]
 
     def _slot_util(self, slot: int) -> float:
         """The row's utilization for matching (§2.5's max over its core); 1.0 if no core."""
-        util = self._core_util(slot)[1]
+        util = self._util_cache_entry(slot)[1]
         return 1.0 if util is None else util
 
     def _exclusive(self, slot: int) -> bool:
@@ -408,13 +430,46 @@ class PairedGang(MatrixGang):
         return (
             bool(self._snap.jobs[slot])
             and not self._exclusive(slot)
-            and self._core_util(slot)[1] is not None
+            and self._util_cache_entry(slot)[1] is not None
         )
 
     def _matchable(self) -> dict[int, float]:
-        return {
-            s: self._slot_util(s) for s in range(len(self._snap.jobs)) if self._matchable_slot(s)
-        }
+        """Row -> utilization of every row that may pair (shared: callers only read it).
+
+        The rows :meth:`_matchable_slot` accepts, with :meth:`_slot_util`, in
+        one pass over the caches (this runs once per round of every event).
+        """
+        memo = self._matchable_memo
+        if memo is None:
+            memo = {}
+            snap = self._snap
+            util_cache, excl_cache = self._util_cache, self._excl_cache
+            for s, (jobs, stamp) in enumerate(zip(snap.jobs, snap.stamps, strict=True)):
+                if not jobs:
+                    continue
+                excl = excl_cache.get(stamp)
+                if excl is None:
+                    excl = self._exclusive(s)
+                if excl:
+                    continue
+                entry = util_cache.get(stamp)
+                if entry is None:
+                    entry = self._compute_util(s)
+                hi = entry[1]
+                if hi is not None:
+                    memo[s] = hi
+            self._matchable_memo = memo
+        return memo
+
+    def _fig4(self) -> dict[int, int | None]:
+        """Fig. 4 on :meth:`_matchable`, recomputed only when its input changed."""
+        utils = self._matchable()
+        meet = self.matching == FIG4_PROSE
+        memo = self._fig4_memo
+        if memo is None or memo[0] is not utils or memo[1] != self.margin or memo[2] != meet:
+            result = fig4_match(utils, self.margin, meet=meet)
+            memo = self._fig4_memo = (utils, self.margin, meet, result)
+        return memo[3]
 
     def _band(self, slot: int) -> tuple[int, float, float]:
         """(measured jobs, lowest, highest eq. (1) estimate among them) of a row."""
@@ -459,9 +514,7 @@ class PairedGang(MatrixGang):
         # A round starts when the pointer wraps: decided before anything about
         # the selected row, so an unpairable row cannot skip the refresh.
         if self._round is None or slot <= self._last_slot:
-            self._round = fig4_match(
-                self._matchable(), self.margin, meet=self.matching == FIG4_PROSE
-            )
+            self._round = self._fig4()
             self.stats.matchings += 1
         self._last_slot = slot
         if not self._matchable_slot(slot):

@@ -67,17 +67,21 @@ class UtilizationPredictor:
         if hist is None:
             hist = self._history[job_id] = deque(maxlen=len(WEIGHTS))
         # The measurement just taken is the quantum the flag asked for: clear it.
+        was_flagged = job_id in self._flagged
         self._flagged.discard(job_id)
-        if (
+        flag = bool(
             self.sharp_change is not None
             and hist
             and abs(value - hist[0]) > self.sharp_change + _EPS
-        ):
+        )
+        if flag:
             self._flagged.add(job_id)
         hist.appendleft(value)
+        old = self._estimate.get(job_id)
         # sum(w * u for w, u in zip(WEIGHTS, hist)) / sum(WEIGHTS[: len(hist)])
-        self._estimate[job_id] = sum(map(mul, WEIGHTS, hist)) / _WEIGHT_SUMS[len(hist)]
-        self._changed.add(job_id)
+        new = self._estimate[job_id] = sum(map(mul, WEIGHTS, hist)) / _WEIGHT_SUMS[len(hist)]
+        if new != old or flag != was_flagged:
+            self._changed.add(job_id)
 
     def observe_known(self, utilization: Mapping[int, float], known: Container[int]) -> None:
         """:meth:`observe` every job of ``utilization`` that is in ``known``, in order."""
@@ -89,21 +93,32 @@ class UtilizationPredictor:
         )
         sharp = self.sharp_change
         limit = math.inf if sharp is None else sharp + _EPS
-        for job_id, utilization_value in utilization.items():
+        weights, sums = WEIGHTS, _WEIGHT_SUMS
+        for job_id, u in utilization.items():
             if job_id not in known:
                 continue
-            if math.isnan(utilization_value):
+            if u != u:  # NaN (math.isnan without the call: this runs per job per quantum)
                 raise PolicyError(f"job {job_id}: utilization is NaN")
-            value = min(1.0, max(0.0, utilization_value))
+            # min(1.0, max(0.0, u)) written out: the same value, spelled for speed
+            value = u if 0.0 < u < 1.0 else (0.0 if u <= 0.0 else 1.0)
             hist = history.get(job_id)
             if hist is None:
                 hist = history[job_id] = deque(maxlen=len(WEIGHTS))
-            flagged.discard(job_id)
-            if hist and abs(value - hist[0]) > limit:
+            if job_id in flagged:
+                flagged.discard(job_id)
+                was_flagged = True
+            else:
+                was_flagged = False
+            flag = bool(hist) and abs(value - hist[0]) > limit
+            if flag:
                 flagged.add(job_id)
             hist.appendleft(value)
-            estimate[job_id] = sum(map(mul, WEIGHTS, hist)) / _WEIGHT_SUMS[len(hist)]
-            changed.add(job_id)
+            old = estimate.get(job_id)
+            new = estimate[job_id] = sum(map(mul, weights, hist)) / sums[len(hist)]
+            # callers' caches depend on the estimate and the flag only: a job
+            # measured as before (most are, most quanta) invalidates nothing
+            if new != old or flag != was_flagged:
+                changed.add(job_id)
 
     def observe_processes(self, job_id: int, per_process: Sequence[float]) -> None:
         """Record per-process utilizations; eq. (1)'s inner sum averages them."""
@@ -147,7 +162,9 @@ class UtilizationPredictor:
         return self._flagged
 
     def drain_changed(self) -> set[int]:
-        """Jobs observed since the previous call (for callers that cache predictions)."""
+        """Jobs whose :meth:`estimate` or flag changed since the previous call (for
+        callers that cache predictions; a job observed again at the same value
+        is not listed)."""
         changed = self._changed
         self._changed = set()
         return changed

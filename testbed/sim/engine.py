@@ -138,13 +138,21 @@ def _run_batch(
 class _Live:
     """Progress of one admitted job in the gang loops."""
 
-    __slots__ = ("cpu_used", "done", "index", "job")
+    __slots__ = ("cpu_used", "done", "fixed_cpu", "index", "job")
 
     def __init__(self, index: int, job: SimJob) -> None:
         self.index = index
         self.job = job
         self.done = 0.0  # seconds of dedicated run time completed
         self.cpu_used = 0.0  # processor-seconds of CPU
+        # one phase: cpu_at() is always this and phase_end() always the run time
+        self.fixed_cpu: float | None = job.phases[0].cpu if len(job.phases) == 1 else None
+
+
+def _demand(state: _Live) -> float:
+    """The job's CPU utilization in its current phase."""
+    fixed = state.fixed_cpu
+    return fixed if fixed is not None else state.job.cpu_at(state.done)
 
 
 def _admit(
@@ -300,17 +308,24 @@ def _run_gang_fluid(
     n = len(jobs)
     q_len, cs, interf = cfg.quantum, cfg.context_switch, cfg.interference
     switched_in = 1.0 - cs / q_len  # share of a quantum left after a context switch
+    share_factor = 1.0 - interf
     live: dict[int, _Live] = {}
     stats = MatchingStats()
     res.matching = stats
+    record = stats.record
     i = 0
     t = 0.0
     inf = math.inf
     stalls = 0
     next_quantum, observe = policy.next_quantum, policy.observe
-    # node_jobs -> its distinct runnable sets (what gang_rates needs), by identity:
-    # policies hand out the same node_jobs object for an unchanged row or pair
-    distinct: dict[int, tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]] = {}
+    # node_jobs -> (node_jobs, its jobs in order of first appearance, its cells with
+    # more than one job), by identity: what gang_rates works out from a plan, done
+    # once per distinct plan (policies hand out the same node_jobs object for an
+    # unchanged row, pair or alternates) instead of at every quantum
+    shapes: dict[
+        int, tuple[tuple[tuple[int, ...], ...], tuple[int, ...], tuple[tuple[int, ...], ...]]
+    ]
+    shapes = {}
     while i < n or live:
         first = i
         i = _admit(jobs, i, t, policy, live, res)
@@ -327,13 +342,6 @@ def _run_gang_fluid(
         # a job's demand is constant within the round (progress is applied after it)
         demands: dict[int, float] = {}
 
-        def demand(j: int, demands: dict[int, float] = demands) -> float:
-            d = demands.get(j)
-            if d is None:
-                s = live[j]
-                d = demands[j] = s.job.cpu_at(s.done)
-            return d
-
         # one round of the matrix gives each job its share of the coming interval
         rounds = max(1, policy.slot_count)
         mean_rate: dict[int, float] = {}
@@ -344,35 +352,60 @@ def _run_gang_fluid(
             plan = next_quantum(t)
             plans.append(plan)
             node_jobs = plan.node_jobs
-            seen = distinct.get(id(node_jobs))
-            if seen is None or seen[0] is not node_jobs:
-                if len(distinct) >= 4096:
-                    distinct.clear()
-                seen = distinct[id(node_jobs)] = (node_jobs, tuple(dict.fromkeys(node_jobs)))
-            rates = gang_rates(seen[1], demand, interf)
+            shape = shapes.get(id(node_jobs))
+            if shape is None or shape[0] is not node_jobs:
+                if len(shapes) >= 4096:
+                    shapes.clear()
+                cells = tuple(c for c in dict.fromkeys(node_jobs) if c)
+                shape = shapes[id(node_jobs)] = (
+                    node_jobs,
+                    tuple(dict.fromkeys(j for c in cells for j in c)),
+                    tuple(c for c in cells if len(c) > 1),
+                )
+            # gang_rates (execution.py), on the plan's shape: alone on its nodes a
+            # job runs at 1; sharing, at the slowest rate of the nodes it shares
+            order, shared = shape[1], shape[2]
+            rates = dict.fromkeys(order, 1.0)
+            for cell in shared:
+                total = 0.0
+                for j in cell:
+                    d = demands.get(j)
+                    if d is None:
+                        d = demands[j] = _demand(live[j])
+                    total += d
+                r = share_factor if total <= 1.0 else share_factor / total
+                for j in cell:
+                    if r < rates[j]:
+                        rates[j] = r
             util: dict[int, float] = {}
             for j, r in rates.items():
-                if j not in live:
+                state = live.get(j)
+                if state is None:
                     continue
+                d = demands.get(j)
+                if d is None:
+                    d = demands[j] = _demand(state)
                 # a job switched in loses the context-switch time of its quantum
                 eff = r * switched_in if (cs and j not in prev) else r
                 mean_rate[j] = mean_rate.get(j, 0.0) + eff / rounds
-                u = util[j] = eff * demand(j)
+                u = util[j] = eff * d
                 mean_util[j] = mean_util.get(j, 0.0) + u / rounds
             observe(util)
             if cs:
                 prev = frozenset(rates)
+        start = res.start
         for j in mean_rate:
             k = live[j].index
-            if math.isnan(res.start[k]):
-                res.start[k] = t
+            if math.isnan(start[k]):
+                start[k] = t
         # the interval lasts until the next arrival, completion or phase change
         dt = jobs[i].submit - t if i < n else inf
         for j, r in mean_rate.items():
             if r <= 0:
                 continue
             s = live[j]
-            dt = min(dt, (s.job.phase_end(s.done) - s.done) / r)
+            end = s.job.runtime if s.fixed_cpu is not None else s.job.phase_end(s.done)
+            dt = min(dt, (end - s.done) / r)
         if dt == inf:
             stalls += 1
             if stalls > 1000:
@@ -383,7 +416,7 @@ def _run_gang_fluid(
         dt = max(dt, 0.0)
         weight = dt / (q_len * rounds) if rounds else 0.0
         for plan in plans:
-            stats.record(plan.slot, plan.partner, weight)
+            record(plan.slot, plan.partner, weight)
         ended: list[int] = []
         for j, r in mean_rate.items():
             s = live[j]

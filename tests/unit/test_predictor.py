@@ -106,3 +106,43 @@ def test_jobs_are_independent_and_forgotten() -> None:
     p.forget(1)
     assert p.predict(1) == 1.0
     assert p.history(1) == ()
+
+
+def test_changed_lists_jobs_whose_estimate_or_flag_moved() -> None:
+    # paired gang drops its per-row caches for these jobs only (issue 11: most
+    # measurements repeat the last ones and leave the estimate as it was)
+    p = UtilizationPredictor(sharp_change=0.2)
+    p.observe_known({1: 0.5, 2: 0.5}, {1, 2})
+    assert p.drain_changed() == {1, 2}  # first measurements
+    for _ in range(4):
+        p.observe_known({1: 0.5, 2: 0.5}, {1, 2})
+    p.drain_changed()
+    p.observe_known({1: 0.5, 2: 0.5}, {1, 2})  # same history, same estimates
+    assert p.drain_changed() == set()
+    p.observe(1, 0.5)
+    assert p.drain_changed() == set()
+    p.observe_known({1: 0.55, 2: 0.5}, {1, 2})
+    assert p.drain_changed() == {1}
+    # a sharp change raises the flag; the next measurement lowers it: both count
+    for value in (0.9, 0.9):
+        p.observe_known({2: value}, {2})
+        assert p.drain_changed() == {2}
+    # the same values through the plain path and the bulk path give the same state
+    q = UtilizationPredictor(sharp_change=0.2)
+    for u in (0.5, 0.5, 0.5, 0.5, 0.5, 0.9, 0.9, -0.5, 1.5, 1.0, 0.0):
+        p.observe_known({3: u}, {3})
+        q.observe(3, u)
+        assert (p.estimate(3), p.is_flagged(3), p.history(3)) == (
+            q.estimate(3),
+            q.is_flagged(3),
+            q.history(3),
+        )
+        assert (3 in p.drain_changed()) == (3 in q.drain_changed())
+
+
+def test_bulk_path_rejects_nan_and_skips_unknown_jobs() -> None:
+    p = UtilizationPredictor()
+    p.observe_known({1: 0.3, 9: 0.7}, {1})
+    assert p.history(9) == ()
+    with pytest.raises(PolicyError, match="NaN"):
+        p.observe_known({1: float("nan")}, {1})
