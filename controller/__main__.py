@@ -20,7 +20,7 @@ from common.exits import report
 from common.keys import read_key
 from common.names import cluster_state_path
 from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster
-from controller.flags import SCHEME_FLAGS, add_daemon_flags, cdc_policies
+from controller.flags import MAX_LEAD_MS, SCHEME_FLAGS, add_daemon_flags, cdc_policies
 from controller.nodes import NodeInfo
 from controller.operator import MIN_QUANTUM
 from controller.policies.base import PolicyError
@@ -96,6 +96,11 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
     params = _policy_params(a)
     if not a.quantum >= MIN_QUANTUM:
         raise ConfigError(f"--quantum must be >= {MIN_QUANTUM} s, got {a.quantum}")
+    if not 0 <= a.lead_ms <= MAX_LEAD_MS:
+        raise ConfigError(
+            f"--lead-ms must be in 0..{MAX_LEAD_MS:g} ms, got {a.lead_ms:g}",
+            fix="e.g. --lead-ms 20 (time-triggered switches) or --lead-ms 0 (on arrival)",
+        )
     key_file = a.key_file
     job_env: dict[str, str] = {}
     if a.agents:
@@ -131,6 +136,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         checkpoint_every=a.checkpoint_every,
         restore=a.restore,
         fifo_priority=a.fifo_priority,
+        lead_ms=a.lead_ms,
         operators=frozenset(a.operator),
         job_env=job_env,
     )

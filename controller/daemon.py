@@ -7,6 +7,16 @@ of a context switch and nothing needs a lock; it runs at SCHED_FIFO where
 permitted (with SCHED_RESET_ON_FORK) so the 10 ms quantum boundary is kept
 under load. The metrics HTTP thread only reads values the loop sets.
 
+Time-triggered switches (``--lead-ms``, docs/cluster.md): for the gang
+family the loop keeps a grid of quantum boundaries on CLOCK_MONOTONIC and
+runs each quantum's round ``lead`` before its boundary, with ``at`` = the
+boundary read on CLOCK_REALTIME, the clock the agents share (on real nodes:
+synchronised by chrony or PTP). The grid never drifts: a round that ends past
+the next boundary skips whole quanta (counted) rather than re-anchoring.
+The lead is at most half the quantum (an operator may shorten the quantum
+while running); 0 is the old immediate mode, where each agent switches when
+the command arrives.
+
 Seed 003 §3.1, upgrade while running: ``shutdown`` answers, writes the
 checkpoint (the current quantum is complete: requests are only served
 between quanta) and exits; a new process started with ``--restore`` reads
@@ -20,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import logging
+import math
 import os
 import selectors
 import signal
@@ -55,6 +66,7 @@ class DaemonConfig:
     checkpoint_every: float = 5.0
     restore: bool = False
     fifo_priority: int = 20
+    lead_ms: float = 20.0  # controller/flags.py DEFAULT_LEAD_MS; 0 = immediate mode
     operators: frozenset[str] = field(default_factory=frozenset)
     connect_timeout: float = 15.0
     job_env: dict[str, str] = field(default_factory=dict)  # quantum.net_env of the cluster
@@ -150,10 +162,25 @@ class Daemon:
         log.info("shutdown requested (checkpoint %s)", path)
         return path
 
+    def lead_s(self) -> float:
+        """The lead in effect: ``--lead-ms``, at most half the quantum; 0 where quanta
+        switch no gangs (batch, cdc) or in immediate mode."""
+        if self.cfg.lead_ms <= 0 or not self.sched.fam.switches_gangs:
+            return 0.0
+        return min(self.cfg.lead_ms / 1000.0, self.sched.cfg.quantum / 2)
+
     def status_extra(self) -> dict[str, Any]:
         skew = self.sched.skew_percentiles()
+        lead = self.lead_s()
+        c = self.sched.counters
         return {
             "skew_p99_s": skew["p99"],
+            "switch_mode": "time-triggered" if lead > 0 else "immediate",
+            "lead_ms": lead * 1000.0,
+            "timed_quanta": c.timed_quanta,
+            "late_plans": c.late_plans,
+            "missed_boundaries": c.missed_boundaries,
+            **self.sched.switch_percentiles(),
             "failsafe": "agents thaw all jobs after their fail-safe timeout without us",
             "checkpoint": self.last_checkpoint,
             "checkpoint_error": self.last_checkpoint_error,
@@ -217,6 +244,17 @@ class Daemon:
             if self.cfg.listen_tcp
             else "",
         )
+        lead = self.lead_s()
+        if lead > 0:
+            log.info(
+                "time-triggered switches: each plan sent %.1f ms before its quantum boundary%s",
+                lead * 1e3,
+                f" (--lead-ms {self.cfg.lead_ms:g} capped at half the quantum)"
+                if lead * 1e3 < self.cfg.lead_ms
+                else "",
+            )
+        else:
+            log.info("switches applied on arrival (immediate mode)")
         _set_realtime(self.cfg.fifo_priority)
 
     def _handle(self, request: object, caller: Caller) -> dict[str, Any]:
@@ -239,26 +277,48 @@ class Daemon:
 
     def loop(self) -> None:
         assert self.server is not None
-        next_q = time.monotonic()
-        self._next_save = next_q + self.cfg.checkpoint_every
+        # The next quantum boundary; its round runs ``lead`` before it.
+        boundary = time.monotonic() + self.lead_s()
+        self._next_save = boundary + self.cfg.checkpoint_every
         while not self.stopping:
+            lead = self.lead_s()
             now = time.monotonic()
-            if now >= next_q:
-                self.sched.tick()
+            if now >= boundary - lead:
+                at = None
+                if lead > 0:
+                    # The boundary on the agents' clock, converted at the last moment.
+                    at = time.time() + (boundary - time.monotonic())
+                self.sched.tick(at)
                 self.metrics.update(self.sched)
-                q = self.sched.cfg.quantum
-                next_q += q
-                if next_q <= time.monotonic():
-                    next_q = time.monotonic() + q  # fell behind: do not burst
+                boundary = self._next_boundary(boundary, lead)
                 if self.cfg.checkpoint and time.monotonic() >= self._next_save:
                     self._autosave()
                 continue
-            for key, mask in self.sel.select(max(0.0, next_q - now)):
+            for key, mask in self.sel.select(max(0.0, boundary - lead - now)):
                 if self.server.owns(key.data):
                     self.server.ready(key.data, mask)
             self.pool.maintain()
         if self._shutdown_checkpoint and self.cfg.checkpoint:
             self._autosave()
+
+    def _next_boundary(self, boundary: float, lead: float) -> float:
+        q = self.sched.cfg.quantum
+        nxt = boundary + q
+        now = time.monotonic()
+        if lead <= 0:
+            # Immediate mode, as it always was: fell behind -> re-anchor, do not burst.
+            return nxt if nxt > now else now + q
+        if nxt <= now:
+            # The round ran past the next boundary: stay on the grid, skip whole quanta.
+            skipped = math.floor((now - nxt) / q) + 1
+            self.sched.counters.missed_boundaries += skipped
+            log.warning(
+                "quantum round overran by %.1f ms: %d boundary(ies) skipped",
+                (now - nxt) * 1e3,
+                skipped,
+            )
+            nxt += skipped * q
+        return nxt
 
     def _autosave(self) -> None:
         try:

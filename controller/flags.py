@@ -27,6 +27,10 @@ from controller.policies.registry import REGISTRY
 from controller.policies.registry import names as policy_names
 
 START_QUANTUM = 1.0
+#: Time-triggered switches by default: 20 ms covers the decision, the launch of
+#: nothing new and the fan-out on this host with room to spare (docs/cluster.md).
+DEFAULT_LEAD_MS = 20.0
+MAX_LEAD_MS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,19 @@ def _flags() -> tuple[Flag, ...]:
         Flag(
             "--quantum",
             {"type": float, "default": 0.1, "metavar": "S", "help": "time slice, s (>= 0.01)"},
+            _num,
+        ),
+        Flag(
+            "--lead-ms",
+            {
+                "type": float,
+                "default": DEFAULT_LEAD_MS,
+                "metavar": "MS",
+                "help": "time-triggered switches (gang policies): send each quantum's plan"
+                " this long before the quantum boundary and have every agent apply it at"
+                " that instant on its clock; at most half the quantum; 0 = apply on"
+                f" arrival (default {DEFAULT_LEAD_MS:g})",
+            },
             _num,
         ),
         Flag(

@@ -63,6 +63,17 @@ class ControllerMetrics:
             buckets=SKEW_BUCKETS,
             registry=r,
         )
+        self.thaw_skew = Histogram(
+            "cosched_controller_thaw_skew_seconds",
+            "Spread of the agents' thaw instants (CLOCK_REALTIME) of one quantum over the nodes",
+            buckets=SKEW_BUCKETS,
+            registry=r,
+        )
+        self.late_plans = Counter(
+            "cosched_controller_late_plans",
+            "Node plans whose instant had passed when the agent got them (time-triggered)",
+            registry=r,
+        )
         self.utilization = Gauge(
             "cosched_controller_cluster_cpu_utilization_ratio",
             "CPU used / CPU offered over all nodes in the last quantum",
@@ -96,6 +107,12 @@ class ControllerMetrics:
         for v in s.new_skews:
             self.skew.observe(v)
         s.new_skews.clear()
+        for v in s.new_thaw_skews:
+            self.thaw_skew.observe(v)
+        s.new_thaw_skews.clear()
+        if s.new_late:
+            self.late_plans.inc(s.new_late)
+            s.new_late = 0
         self.utilization.set(s.counters.utilization)
         new = s.counters.quanta - self._quanta_seen
         if new > 0:

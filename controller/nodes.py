@@ -5,7 +5,9 @@ what to run and the slaves answer with the CPU time their processes used. The
 pool does exactly that round: :meth:`AgentPool.quantum` *sends* the command to
 every agent first and only then collects the acks, so the agents apply it at
 nearly the same instant (the skew we measure is the spread of their apply
-times, not the sum of round trips).
+times, not the sum of round trips). In time-triggered mode the command carries
+the instant to apply it at (``at``, agent/plan.py) and is sent ahead of it, so
+the agents' thaws no longer depend on when each frame arrives.
 
 Other duties: connect with retry and reconnect in the background, collect the
 unsolicited ``job_event`` frames, and keep every agent's fail-safe quiet with
@@ -77,7 +79,9 @@ class Pool(Protocol):
 
     def connected(self) -> dict[str, bool]: ...
 
-    def quantum(self, q: int, commands: dict[str, dict[str, int]]) -> dict[str, QuantumResult]: ...
+    def quantum(
+        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+    ) -> dict[str, QuantumResult]: ...
 
     def launch(
         self,
@@ -208,8 +212,15 @@ class AgentPool:
         return [(c.sock, n) for n, c in self.clients.items() if c is not None and c.sock]
 
     # ---- the quantum round ----------------------------------------------
-    def quantum(self, q: int, commands: dict[str, dict[str, int]]) -> dict[str, QuantumResult]:
-        """Send every node its command, then collect every ack (seed 000 Fig. 5)."""
+    def quantum(
+        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+    ) -> dict[str, QuantumResult]:
+        """Send every node its command, then collect every ack (seed 000 Fig. 5).
+
+        With ``at`` (CLOCK_REALTIME seconds) the command is a time-triggered
+        plan: every agent applies it at that instant and acks afterwards, so
+        the acks are awaited until ``at`` plus the usual timeout.
+        """
         start = time.time()
         sent: dict[str, tuple[AgentClient, int, int]] = {}
         out: dict[str, QuantumResult] = {}
@@ -219,7 +230,7 @@ class AgentPool:
                 out[node] = QuantumResult(node, None, "not connected")
                 continue
             try:
-                seq = c.send(wire.QUANTUM, c.quantum_message(node, q, jobs, start))
+                seq = c.send(wire.QUANTUM, c.quantum_message(node, q, jobs, start, at))
             except OSError as e:
                 self._drop(node, e)
                 out[node] = QuantumResult(node, None, f"send failed: {e}")
@@ -227,8 +238,9 @@ class AgentPool:
             sent[node] = (c, seq, time.monotonic_ns())
             self._last_sent[node] = self.clock()
         for node, (c, seq, sent_ns) in sent.items():
+            wait = self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
             try:
-                reply = c.wait_reply(seq, self.timeout)
+                reply = c.wait_reply(seq, wait)
                 out[node] = QuantumResult(node, reply.data, None, sent_ns)
             except AgentError as e:
                 out[node] = QuantumResult(node, None, f"{e.code}: {e.reason}", sent_ns)

@@ -27,8 +27,19 @@ capped at half a CPU). A compute-bound job thus reads ~1.0 however the node is
 capped, as eq. (1) of seed 000 expects.
 
 Skew: agents on one host share CLOCK_MONOTONIC, so the spread of the acks'
-``applied_monotonic_ns`` over the nodes of one quantum is the cross-node
-command skew (on real nodes it mixes clocks; it is reported all the same).
+``applied_monotonic_ns`` (each node's switch complete: freezes and thaws
+confirmed) over the nodes of one quantum is the cross-node command skew (on
+real nodes it mixes clocks; it is reported all the same). The thaw skew is the
+spread of the acks' ``thawed_realtime_ns``, the CLOCK_REALTIME instant each
+agent finished its thaw writes: the moment the incoming gang starts there.
+
+Time-triggered switches (docs/cluster.md): the daemon calls :meth:`Scheduler.tick`
+``lead`` ahead of the quantum boundary with ``at`` = the boundary on
+CLOCK_REALTIME; every agent thaws the incoming jobs at that instant, then
+freezes the outgoing ones and acks. The acks report the lateness of each thaw
+against ``at``, whether the plan arrived after its instant (late), and the
+freeze confirmation time. CPU accounting is unchanged: each ack still carries
+the CPU time since the node's previous apply.
 
 CDC modes (batch, local, dcs, pb, ib, sb, hybrid, cc-s, cc-b; seed 002):
 space sharing up to an MPL; the agents are told the scheme with the
@@ -159,6 +170,9 @@ class Counters:
     planned_quanta: int = 0
     failed_commands: int = 0
     utilization: float = 0.0  # cluster CPU utilization in the last quantum (0..1)
+    timed_quanta: int = 0  # quanta sent time-triggered (with an instant)
+    late_plans: int = 0  # node plans whose instant had passed when the agent got them
+    missed_boundaries: int = 0  # quantum boundaries skipped because the round ran past them
 
 
 class Scheduler:
@@ -207,6 +221,11 @@ class Scheduler:
         self._last_tick: float | None = None
         self.skews: deque[float] = deque(maxlen=SKEW_WINDOW)
         self.new_skews: list[float] = []  # drained by the metrics exporter
+        self.thaw_skews: deque[float] = deque(maxlen=SKEW_WINDOW)
+        self.new_thaw_skews: list[float] = []  # drained by the metrics exporter
+        self.lateness: deque[float] = deque(maxlen=SKEW_WINDOW)  # per node and quantum
+        self.freeze_confirms: deque[float] = deque(maxlen=SKEW_WINDOW)
+        self.new_late = 0  # drained by the metrics exporter
         self.slot_runs: Counter[int] = Counter()
         self.counters = Counters()
         self.last_utilization: dict[int, float] = {}
@@ -482,8 +501,12 @@ class Scheduler:
                 self.end(job, DONE, "ranks ended; exit status unknown (agent restarted)")
 
     # ---- the quantum -----------------------------------------------------------------
-    def tick(self) -> None:
-        """One quantum: events, class rules, the plan, the command round, feedback."""
+    def tick(self, at: float | None = None) -> None:
+        """One quantum: events, class rules, the plan, the command round, feedback.
+
+        ``at``: the CLOCK_REALTIME instant the agents apply the plan at
+        (time-triggered); None applies it on arrival.
+        """
         now = self.mono()
         for ev in self.pool.events():
             self.on_event(ev)
@@ -496,7 +519,9 @@ class Scheduler:
             for n in nodes:
                 commands[n][str(jid)] = weights.get(jid, 100)
         self.q += 1
-        results = self.pool.quantum(self.q, commands)
+        results = self.pool.quantum(self.q, commands, at)
+        if at is not None:
+            self.counters.timed_quanta += 1
         self._account(results)
         for job in self.jobs.values():
             job.set_runnable(job.job_id in runnable)
@@ -525,6 +550,7 @@ class Scheduler:
         cpu: dict[str, dict[int, int]] = {}
         elapsed: dict[str, int] = {}
         applied: dict[str, int] = {}
+        thawed: dict[str, int] = {}
         for node, res in results.items():
             if res.ack is None:
                 self.counters.failed_commands += 1
@@ -544,6 +570,7 @@ class Scheduler:
                     job.cpu_ns += ns
             if ack.get("errors"):
                 log.warning("quantum %d on %s: %s", self.q, node, ack["errors"])
+            self._switch_figures(node, ack, thawed)
             t = ack.get("applied_monotonic_ns")
             if isinstance(t, int):
                 applied[node] = t
@@ -559,6 +586,10 @@ class Scheduler:
         if skew is not None:
             self.skews.append(skew)
             self.new_skews.append(skew)
+        thaw_skew = command_skew_s(thawed)
+        if thaw_skew is not None:
+            self.thaw_skews.append(thaw_skew)
+            self.new_thaw_skews.append(thaw_skew)
         total_cpu = sum(sum(per.values()) for per in cpu.values())
         offered = sum(elapsed[n] * capacity.get(n, 1.0) for n in elapsed)
         if offered > 0:
@@ -567,6 +598,26 @@ class Scheduler:
         for node in results:
             if node not in applied:
                 self._prev_applied.pop(node, None)
+
+    def _switch_figures(self, node: str, ack: Mapping[str, Any], thawed: dict[str, int]) -> None:
+        """The thaw instant, lateness, late flag and freeze confirmation of one ack."""
+        t = ack.get("thawed_realtime_ns")
+        if isinstance(t, int):
+            thawed[node] = t
+        fc = ack.get("freeze_confirm_s")
+        if isinstance(fc, int | float):
+            self.freeze_confirms.append(float(fc))
+        if ack.get("mode") != "time-triggered":
+            return
+        lat = ack.get("lateness_s")
+        if isinstance(lat, int | float):
+            self.lateness.append(float(lat))
+        if ack.get("late"):
+            self.counters.late_plans += 1
+            self.new_late += 1
+            log.info(
+                "quantum %d: the plan reached %s after its instant (applied late)", self.q, node
+            )
 
     # ---- views -------------------------------------------------------------------
     def queue_length(self) -> int:
@@ -586,6 +637,19 @@ class Scheduler:
     def skew_percentiles(self) -> dict[str, float | None]:
         v = list(self.skews)
         return {"p50": percentile(v, 50), "p99": percentile(v, 99), "max": max(v, default=None)}
+
+    def switch_percentiles(self) -> dict[str, float | None]:
+        """Thaw skew, lateness against the instant and freeze confirmation, p50/p99 (s)."""
+        out: dict[str, float | None] = {}
+        for name, window in (
+            ("thaw_skew", self.thaw_skews),
+            ("lateness", self.lateness),
+            ("freeze_confirm", self.freeze_confirms),
+        ):
+            v = list(window)
+            out[f"{name}_p50_s"] = percentile(v, 50)
+            out[f"{name}_p99_s"] = percentile(v, 99)
+        return out
 
     def matrix_view(self) -> dict[str, Any]:
         slots = self.fam.rows()

@@ -33,6 +33,11 @@ class Plan:
 class Family(ABC):
     """Hooks the core calls; the defaults fit a family without a matrix."""
 
+    #: Whether quanta switch gangs, so the daemon sends them time-triggered
+    #: (``--lead-ms``, docs/cluster.md). Families whose quantum command is only
+    #: a heartbeat and CPU collector (batch, cdc) keep the immediate mode.
+    switches_gangs = False
+
     def __init__(self, sched: Scheduler) -> None:
         self.s = sched
 

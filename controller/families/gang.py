@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 
 class GangFamily(Family):
+    # Every quantum thaws one row's gangs and freezes another's: worth synchronising.
+    switches_gangs = True
+
     def __init__(self, sched: Scheduler, policy: GangPolicy) -> None:
         super().__init__(sched)
         self.policy = policy

@@ -22,6 +22,9 @@ class FakePool:
         self.launched: list[dict[str, Any]] = []
         self.killed: list[tuple[str, str]] = []
         self.commands: list[dict[str, dict[str, int]]] = []
+        self.ats: list[float | None] = []  # each quantum's instant (time-triggered) or None
+        self.lateness_s = 0.0  # what a time-triggered ack reports
+        self.late = False  # ... and whether its instant had passed on arrival
         self.busy: dict[str, float] = {}  # job id -> fraction of the node it uses when thawed
         self.skew_ns = 0
         self.runnable: dict[str, dict[str, int]] = {}  # node -> last command
@@ -38,8 +41,11 @@ class FakePool:
     def connected(self) -> dict[str, bool]:
         return dict(self.up)
 
-    def quantum(self, q: int, commands: dict[str, dict[str, int]]) -> dict[str, QuantumResult]:
+    def quantum(
+        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+    ) -> dict[str, QuantumResult]:
         self.commands.append({k: dict(v) for k, v in commands.items()})
+        self.ats.append(at)
         self.t_ns += self.quantum_ns
         out = {}
         for i, (node, jobs) in enumerate(commands.items()):
@@ -52,16 +58,23 @@ class FakePool:
             for j in self.live[node]:
                 cpu.setdefault(j, 0)
             self.runnable[node] = dict(jobs)
-            out[node] = QuantumResult(
-                node,
-                {
-                    "q": q,
-                    "node": node,
-                    "cpu_ns": cpu,
-                    "applied_monotonic_ns": self.t_ns + i * self.skew_ns,
-                    "errors": {},
-                },
-            )
+            ack: dict[str, Any] = {
+                "q": q,
+                "node": node,
+                "cpu_ns": cpu,
+                "applied_monotonic_ns": self.t_ns + i * self.skew_ns,
+                "thawed_realtime_ns": self.t_ns + i * self.skew_ns,
+                "freeze_confirm_s": 0.0002,
+                "errors": {},
+            }
+            if at is not None:
+                ack.update(
+                    mode="time-triggered",
+                    at=at,
+                    late=self.late,
+                    lateness_s=self.lateness_s,
+                )
+            out[node] = QuantumResult(node, ack)
         return out
 
     def launch(
