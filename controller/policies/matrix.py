@@ -147,12 +147,12 @@ class OusterhoutMatrix:
         """Stamps, jobs and busy-node bit sets of every row (one object per state)."""
         snap = self._snapshot
         if snap is None or snap.version != self.version:
-            count = len(self._rows)
+            slots = range(len(self._rows))
             snap = RowsSnapshot(
                 self.version,
                 tuple(self._stamps),
-                tuple(self.jobs_in(s) for s in range(count)),
-                tuple(self.row_mask(s) for s in range(count)),
+                tuple(map(self.jobs_in, slots)),
+                tuple(map(self.row_mask, slots)),
             )
             self._snapshot = snap
         return snap

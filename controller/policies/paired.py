@@ -76,6 +76,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import compress
 
 from controller.policies.base import PolicyError, QuantumPlan
 from controller.policies.gang import ADMISSIONS, FCFS, MatrixGang
@@ -391,19 +392,25 @@ class PairedGang(MatrixGang):
         """:meth:`_util_cache_entry` on a cache miss: compute and store."""
         flagged = self._flagged
         get = self._estimates.get
-        measured: list[tuple[int, float]] = []
+        ids: list[int] = []
+        ests: list[float] = []
         for j in self._snap.jobs[slot]:
             e = get(j)
             if e is not None and j not in flagged:
-                measured.append((j, e))
+                ids.append(j)
+                ests.append(e)
         value: tuple[frozenset[int], float | None, float]
-        if not measured:
+        if not ests:
             value = (frozenset(), None, 0.0)
         else:
-            low = min(e for _, e in measured)
+            low = min(ests)
             limit = low + self.band - _EPS
-            core = [(j, e) for j, e in measured if e < limit]
-            value = (frozenset(j for j, _ in core), max(e for _, e in core), low)
+            core = [e < limit for e in ests]
+            value = (
+                frozenset(compress(ids, core)),
+                max(compress(ests, core)),  # holds the lowest unless band <= _EPS
+                low,
+            )
         self._util_cache[self._snap.stamps[slot]] = value
         return value
 
