@@ -150,11 +150,16 @@ class _Bad(Exception):
 
 
 class _Floats(dict[str, float]):
-    """``float(text)``, remembered: SWF columns repeat a few values (-1, sizes,
-    users, queues), and a dictionary hit costs a third of a parse (issue 11)."""
+    """``float(text)`` of finite numbers, remembered: SWF columns repeat a few
+    values (-1, sizes, users, queues), and a dictionary hit costs a third of a
+    parse (issue 11). Infinities and NaN raise ValueError like text does, so a
+    line with any of them leaves the fast path."""
 
     def __missing__(self, text: str) -> float:
-        value = self[text] = float(text)
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+        self[text] = value
         return value
 
 
@@ -245,7 +250,6 @@ def read_swf(path: str | Path, *, skip_bad_lines: bool = False) -> SwfResult:
     append = jobs.append
     problems: list[str] = []
     skipped = 0
-    isfinite = math.isfinite
     memo = _Floats()
     to_float = memo.__getitem__
     make = unchecked_job
@@ -261,10 +265,10 @@ def read_swf(path: str | Path, *, skip_bad_lines: bool = False) -> SwfResult:
             if len(memo) > _MEMO_LIMIT:
                 memo.clear()
             try:
-                vals = list(map(to_float, parts))
+                vals = list(map(to_float, parts))  # every field a finite number
             except ValueError:
                 vals = None
-            if vals is not None and isfinite(sum(vals)):
+            if vals is not None:
                 num, submit, runtime, alloc = vals[0], vals[1], vals[3], vals[4]
                 req_procs, req_time, user = vals[7], vals[8], vals[11]
                 size = alloc if alloc > 0 else req_procs
