@@ -32,14 +32,23 @@ sets mean response and slowdown side by side and says how far apart they are.
   simulator does for Lublin).
 
 **The job** is the fine-grain program of §4.2.1 at about 45 % CPU, with fixed
-*work*: ``--iterations`` loops of ``compute_ms`` of the compute loop, one
-8 KiB file and ``device_wait_ms`` of blocking wait, then a barrier
+*work*: ``--iterations`` loops of ``G_comp`` iterations of the compute loop,
+one 8 KiB file and ``device_wait_ms`` of blocking wait, then a barrier
 (``--wait block``: seed 000's barrier used Unix IPC and slept). ParPar's
 barrier cost about as much as the compute; here a barrier over a 7 µs link
 costs a few hundred µs in Python, so the blocking wait stands in for the
-communication, exactly as in ``cosched calibrate``'s fine-grain job
+communication, as in ``cosched calibrate``'s fine-grain job
 (testbed/experiment/calibrate.py: 2.0 ms + 2.5 ms), whose interference figure
-the simulator uses. It also keeps serial jobs at the same CPU share as gangs.
+the simulator uses; it also keeps serial jobs near the share of gangs.
+``G_comp`` starts at ``compute_ms`` by ``apps.synthetic --calibrate``, but
+that figure is unreliable here (65-116 ns per iteration on a quiet host, and
+2 ms of it gave jobs 59 % CPU), so, as the paper did ("setting the loop in the
+compute part to take slightly less time, so that the CPU utilization will be
+about 45 percent"), the widest job is run alone and ``G_comp`` rescaled
+(:func:`next_gcomp`) until its CPU share is within ``tune_tolerance`` of
+``target_cpu`` (at most ``tune_rounds`` tries; every try is recorded). This
+tunes the workload to the paper's, never the model: the simulator gets the
+share then measured, whatever it is.
 
 **Dedicated time.** At the start a fresh controller runs each job size alone
 (``rate_repeats`` times, ``rate_seconds`` each): rank 0's barriers per
@@ -48,7 +57,12 @@ second is the *rate*; the controller's execution time (start to end) less
 ranks' connect, exit notice); the ranks' CPU/wall is the *CPU share*. A job
 of nominal run time ``r`` gets ``round((r - overhead) × rate)`` iterations
 and its dedicated time is ``overhead + iterations / rate``: what it takes
-here alone. That figure is the simulator's run time and the denominator of
+here alone. The speed of this virtual machine drifts (the compute loop's
+cost moved between 65 and 112 ns per iteration within an hour), so the
+measurement is repeated after every live run (``check_repeats`` times) and
+each run is simulated with the mean of the measurements just before and just
+after it (:func:`blend`); the jobs' *work* stays what the first measurement
+set. That dedicated time is the simulator's run time and the denominator of
 both slowdowns (live and simulated alike).
 
 **Live** (:func:`run_live`): for every policy and load a fresh controller
@@ -134,6 +148,8 @@ class ValidateSpec:
     max_runtime: float
     drain_timeout: float
     poll_s: float
+    quiet_limit: float
+    quiet_timeout: float
     nodes: int
     link: str
     cpus_per_node: float | None
@@ -142,11 +158,15 @@ class ValidateSpec:
     cgroup: str
     quantum: float
     compute_ms: float
+    target_cpu: float
+    tune_rounds: int
+    tune_tolerance: float
     device_wait_ms: float
     nbytes: int
     wait: str
     rate_seconds: float
     rate_repeats: int
+    check_repeats: int
     sims: tuple[SimVariant, ...]
     quick: Mapping[str, Any] = field(default_factory=dict)
 
@@ -160,6 +180,7 @@ class ValidateSpec:
             mean_runtime=float(q.get("mean_runtime", self.mean_runtime)),
             rate_seconds=float(q.get("rate_seconds", self.rate_seconds)),
             rate_repeats=int(q.get("rate_repeats", self.rate_repeats)),
+            check_repeats=int(q.get("check_repeats", self.check_repeats)),
             drain_timeout=float(q.get("drain_timeout", self.drain_timeout)),
         )
 
@@ -220,7 +241,8 @@ def load_spec(path: str | Path) -> ValidateSpec:
     )
     w = f"{p}: [experiment]"
     known = {"name", "policies", "loads", "jobs", "seed", "paper_nodes", "mean_runtime",
-             "runtime_power", "min_runtime", "max_runtime", "drain_timeout", "poll_s"}  # fmt: skip
+             "runtime_power", "min_runtime", "max_runtime", "drain_timeout", "poll_s",
+             "quiet_limit", "quiet_timeout"}  # fmt: skip
     _keys(exp, known, w)
     policies = tuple(_get(exp, "policies", (list,), w, list(POLICIES)))
     for pol in policies:
@@ -235,8 +257,8 @@ def load_spec(path: str | Path) -> ValidateSpec:
     wt = f"{p}: [controller]"
     _keys(ctl, {"quantum"}, wt)
     wj = f"{p}: [job]"
-    _keys(job, {"compute_ms", "device_wait_ms", "bytes", "wait", "rate_seconds", "rate_repeats"},
-          wj)  # fmt: skip
+    _keys(job, {"compute_ms", "target_cpu", "tune_rounds", "tune_tolerance", "device_wait_ms",
+                "bytes", "wait", "rate_seconds", "rate_repeats", "check_repeats"}, wj)  # fmt: skip
     sims_raw = doc.get("sim", [{"label": "calibrated"}])
     if not isinstance(sims_raw, list) or not sims_raw:
         raise ValidateError(f"{p}: [[sim]] must be a list of tables", fix='[[sim]] label = "..."')
@@ -262,7 +284,7 @@ def load_spec(path: str | Path) -> ValidateSpec:
         raise ValidateError(f"{p}: [[sim]] labels must be unique")
     wq = f"{p}: [quick]"
     _keys(quick, {"jobs", "loads", "mean_runtime", "rate_seconds", "rate_repeats",
-                  "drain_timeout"}, wq)  # fmt: skip
+                  "check_repeats", "drain_timeout"}, wq)  # fmt: skip
     spec = ValidateSpec(
         name=_get(exp, "name", (str,), w, p.stem),
         path=p,
@@ -277,6 +299,8 @@ def load_spec(path: str | Path) -> ValidateSpec:
         max_runtime=float(_get(exp, "max_runtime", _NUM, w, 40.0)),
         drain_timeout=float(_get(exp, "drain_timeout", _NUM, w, 600.0)),
         poll_s=float(_get(exp, "poll_s", _NUM, w, 1.0)),
+        quiet_limit=float(_get(exp, "quiet_limit", _NUM, w, 0.15)),
+        quiet_timeout=float(_get(exp, "quiet_timeout", _NUM, w, 300.0)),
         nodes=_get(cl, "nodes", (int,), wc, 2),
         link=_get(cl, "link", (str,), wc, "myrinet"),
         cpus_per_node=float(cpus) if cpus is not None else None,
@@ -285,11 +309,15 @@ def load_spec(path: str | Path) -> ValidateSpec:
         cgroup=_get(cl, "cgroup", (str,), wc, "auto"),
         quantum=float(_get(ctl, "quantum", _NUM, wt, 0.2)),
         compute_ms=float(_get(job, "compute_ms", _NUM, wj, 2.0)),
+        target_cpu=float(_get(job, "target_cpu", _NUM, wj, 0.45)),
+        tune_rounds=_get(job, "tune_rounds", (int,), wj, 4),
+        tune_tolerance=float(_get(job, "tune_tolerance", _NUM, wj, 0.02)),
         device_wait_ms=float(_get(job, "device_wait_ms", _NUM, wj, 2.5)),
         nbytes=_get(job, "bytes", (int,), wj, 8193),
         wait=_get(job, "wait", (str,), wj, "block"),
         rate_seconds=float(_get(job, "rate_seconds", _NUM, wj, 2.0)),
         rate_repeats=_get(job, "rate_repeats", (int,), wj, 3),
+        check_repeats=_get(job, "check_repeats", (int,), wj, 1),
         sims=tuple(sims),
         quick=dict(quick),
     )
@@ -309,10 +337,14 @@ def _check(s: ValidateSpec, where: str) -> None:
         (0 < s.runtime_power <= 1, "runtime_power must be in (0, 1]"),
         (0 < s.min_runtime < s.max_runtime, "0 < min_runtime < max_runtime"),
         (s.drain_timeout > 0 and s.poll_s > 0, "drain_timeout and poll_s must be > 0"),
+        (s.quiet_limit >= 0 and s.quiet_timeout >= 0, "quiet_limit, quiet_timeout >= 0"),
         (s.quantum >= 0.01, "quantum must be >= 0.01 s"),
         (s.compute_ms > 0 and s.device_wait_ms >= 0 and s.nbytes >= 0, "job times must be >= 0"),
         (s.wait in WAITS, f"wait must be one of {', '.join(WAITS)}"),
-        (s.rate_seconds > 0 and s.rate_repeats >= 1, "rate_seconds > 0, rate_repeats >= 1"),
+        (0 <= s.target_cpu < 1, "target_cpu must be in [0, 1) (0: no tuning)"),
+        (s.tune_rounds >= 1 and s.tune_tolerance > 0, "tune_rounds >= 1, tune_tolerance > 0"),
+        (s.rate_seconds > 0, "rate_seconds must be > 0"),
+        (s.rate_repeats >= 1 and s.check_repeats >= 1, "rate_repeats, check_repeats >= 1"),
     ]  # fmt: skip
     for ok, what in problems:
         if not ok:
@@ -408,10 +440,11 @@ class SizeRate:
 
 @dataclass
 class Rates:
-    ns_per_iteration: float
-    gcomp: int
+    ns_per_iteration: float  # the compute loop's cost by ``apps.synthetic --calibrate``
+    gcomp: int  # compute iterations per barrier of every job
     sizes: dict[int, SizeRate]
-    other_cores: float | None = None
+    other_cores: float | None = None  # host CPU outside the experiment while measuring
+    tuning: list[dict[str, float]] = field(default_factory=list)  # (gcomp, share) tried
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -425,7 +458,29 @@ class Rates:
             gcomp=int(d["gcomp"]),
             sizes={int(k): SizeRate(**v) for k, v in d["sizes"].items()},
             other_cores=d.get("other_cores"),
+            tuning=list(d.get("tuning") or []),
         )
+
+
+def blend(before: Rates, after: Rates | None) -> dict[int, SizeRate]:
+    """A run's dedicated behaviour: the mean of the measurements just before and just after it
+    (each weighted alike, whatever its repeats); ``before`` alone when there is no after."""
+    if after is None:
+        return dict(before.sizes)
+    out = {}
+    for size, a in before.sizes.items():
+        b = after.sizes.get(size)
+        if b is None:
+            out[size] = a
+            continue
+        out[size] = SizeRate(
+            size,
+            (a.rate + b.rate) / 2,
+            (a.overhead_s + b.overhead_s) / 2,
+            (a.cpu_share + b.cpu_share) / 2,
+            [*a.samples, *b.samples],
+        )
+    return out
 
 
 def summarize_rates(samples: Mapping[int, Sequence[Mapping[str, float]]]) -> dict[int, SizeRate]:
@@ -513,6 +568,9 @@ class LiveJob:
     cpu_s: float | None = None  # the controller's accounting, all ranks
     cpu_ratio: float | None = None  # rank 0's CPU/wall in its loop (frozen time included)
     barriers: int | None = None
+    loop_cpu_s: float | None = None  # rank 0's CPU seconds in its loop
+    loop_s: float | None = None  # rank 0's wall seconds in its loop (frozen time included)
+    report_s: float | None = None  # when rank 0's report was written (same clock as submit_s)
 
     @property
     def response_s(self) -> float | None:
@@ -533,11 +591,14 @@ class LiveRun:
     killed: int = 0
     wall_seconds: float = 0.0
     status: dict[str, Any] = field(default_factory=dict)
+    rates_after: Rates | None = None  # the dedicated measurement right after the run
+    quiet_before: float | None = None  # host cores busy outside, when the run started
 
 
 @dataclass
 class SimJobTimes:
     index: int
+    runtime: float  # the dedicated time simulated (and both slowdowns' denominator)
     submit_s: float
     start_s: float | None
     end_s: float | None
@@ -572,7 +633,10 @@ class ValidationResult:
             "meta": self.meta,
             "stream": [asdict(e) for e in self.stream],
             "rates": self.rates.to_dict() if self.rates else None,
-            "live": [asdict(r) for r in self.live],
+            "live": [
+                {**asdict(r), "rates_after": r.rates_after.to_dict() if r.rates_after else None}
+                for r in self.live
+            ],
             "sim": [{**asdict(r), "cpu": {str(k): v for k, v in r.cpu.items()}} for r in self.sim],
         }
         return json.dumps(d, indent=1) + "\n"
@@ -584,6 +648,7 @@ class ValidationResult:
             r = dict(r)
             r["jobs"] = [LiveJob(**j) for j in r["jobs"]]
             r["rows"] = [tuple(x) for x in r.get("rows", [])]
+            r["rates_after"] = Rates.from_dict(r["rates_after"]) if r.get("rates_after") else None
             live.append(LiveRun(**r))
         sims = []
         for r in d.get("sim", []):
@@ -599,6 +664,15 @@ class ValidationResult:
             live=live,
             sim=sims,
         )
+
+    def run_rates(self, run: LiveRun) -> dict[int, SizeRate]:
+        """The dedicated behaviour around ``run`` (:func:`blend` of the measurements before
+        and after it; runs are kept in the order they ran)."""
+        if self.rates is None:
+            raise ValidateError("no dedicated-rate measurement in the result")
+        k = next(i for i, r in enumerate(self.live) if r is run)
+        before = self.rates if k == 0 else (self.live[k - 1].rates_after or self.rates)
+        return blend(before, run.rates_after)
 
     def live_run(self, policy: str, load: float) -> LiveRun | None:
         for r in self.live:
@@ -625,21 +699,23 @@ def _rows_of(matrix: Sequence[Sequence[int | None]]) -> int:
     return sum(1 for row in matrix if any(c is not None for c in row))
 
 
-def sim_jobs(run: LiveRun, cpu: Mapping[int, float]) -> list[Any]:
-    """The live run's jobs as simulator jobs: size, recorded submit time, dedicated time."""
+def sim_jobs(run: LiveRun, cpu: Mapping[int, float], rates: Mapping[int, SizeRate]) -> list[Any]:
+    """The live run's jobs as simulator jobs: size, the submit time the controller recorded,
+    and as run time the dedicated time of its iterations measured around the run."""
     from testbed.sim.job import Phase, SimJob
     from testbed.sim.workloads.synthetic import HOMOGENEOUS_BARRIER
 
     out = []
     for j in run.jobs:
         submit = j.submit_s if j.submit_s is not None else j.arrival_s
+        runtime = rates[j.size].dedicated(j.iterations)
         out.append(
             SimJob(
                 job_id=j.index + 1,
                 submit=max(0.0, submit),
                 size=j.size,
-                runtime=j.dedicated_s,
-                estimate=j.dedicated_s,
+                runtime=runtime,
+                estimate=runtime,
                 phases=(Phase(1.0, cpu[j.size]),),
                 barrier=HOMOGENEOUS_BARRIER,
             )
@@ -647,8 +723,11 @@ def sim_jobs(run: LiveRun, cpu: Mapping[int, float]) -> list[Any]:
     return out
 
 
-def run_sim(run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Rates) -> SimRun:
-    """One live run through the simulator (exact mode, same quantum and policy)."""
+def run_sim(
+    run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Mapping[int, SizeRate]
+) -> SimRun:
+    """One live run through the simulator (exact mode, same quantum and policy); ``rates``:
+    the dedicated behaviour around the run (:meth:`ValidationResult.run_rates`)."""
     from controller.policies.base import GangPolicy
     from controller.policies.registry import make_policy
     from testbed.sim.calibration import resolve_calibration
@@ -663,8 +742,8 @@ def run_sim(run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Rates)
             fix="use a longer quantum",
         )
     sizes = {j.size for j in run.jobs}
-    cpu = {s: (variant.cpu if variant.cpu is not None else rates.sizes[s].cpu_share) for s in sizes}
-    jobs = sim_jobs(run, cpu)
+    cpu = {s: (variant.cpu if variant.cpu is not None else rates[s].cpu_share) for s in sizes}
+    jobs = sim_jobs(run, cpu, rates)
     policy = make_policy(run.policy, spec.nodes, {})
     if not isinstance(policy, GangPolicy):
         raise ValidateError(f"{run.policy} is not a gang policy")
@@ -695,9 +774,9 @@ def run_sim(run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Rates)
         return None if math.isnan(x) else x
 
     times = [
-        SimJobTimes(j.index, jobs[j.index].submit, f(res.start[by_id[j.index + 1]]),
-                    f(res.end[by_id[j.index + 1]]))
-        for j in run.jobs
+        SimJobTimes(lj.index, sj.runtime, sj.submit, f(res.start[by_id[sj.job_id]]),
+                    f(res.end[by_id[sj.job_id]]))
+        for lj, sj in zip(run.jobs, jobs, strict=True)
     ]  # fmt: skip
     return SimRun(
         variant=variant.label,
@@ -734,7 +813,7 @@ def simulate_all(result: ValidationResult, spec: ValidateSpec, say: Say = print)
     result.sim = []
     for variant in spec.sims:
         for run in result.live:
-            s = run_sim(run, spec, variant, result.rates)
+            s = run_sim(run, spec, variant, result.run_rates(run))
             result.sim.append(s)
             say(f"sim {variant.label}: {run.policy} at load {run.load:g} ({s.seconds:.2f} s)")
     result.meta["simulated"] = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -779,25 +858,37 @@ def _submit(client: Any, name: str, size: int, argv: list[str]) -> int:
     return int(res["job_id"])
 
 
-def _rank0_report(client: Any, jid: int) -> dict[str, Any]:
-    from testbed.experiment.runner import _last_json
-
-    with contextlib.suppress(Exception):
-        ranks = client.request("job", job_id=jid).get("ranks") or []
-        if ranks and ranks[0].get("stdout"):
-            return _last_json(Path(ranks[0]["stdout"]))
-    return {}
-
-
 def _reports(client: Any, jid: int) -> list[dict[str, Any]]:
+    """Every rank's JSON report, in rank order, each with ``_written``: when its output file
+    was last written (wall clock) -- the program prints the report as its loop ends."""
     from testbed.experiment.runner import _last_json
 
     out = []
     with contextlib.suppress(Exception):
         for r in client.request("job", job_id=jid).get("ranks") or []:
             if r.get("stdout"):
-                out.append(_last_json(Path(r["stdout"])))
+                path = Path(r["stdout"])
+                doc = _last_json(path)
+                with contextlib.suppress(OSError):
+                    doc["_written"] = path.stat().st_mtime
+                out.append(doc)
     return out
+
+
+def _rank0_report(client: Any, jid: int) -> dict[str, Any]:
+    reports = _reports(client, jid)
+    return reports[0] if reports else {}
+
+
+def split_overhead(
+    start: float, end: float, written: float | None, loop_s: float | None
+) -> tuple[float | None, float | None]:
+    """(before the loop, after it) of a job's execution: controller start to loop start
+    (launch, interpreter start-up, connect; frozen time under gang included) and loop end
+    (rank 0's report written) to the controller's end (exit and its notice)."""
+    if written is None or loop_s is None:
+        return None, None
+    return written - loop_s - start, end - written
 
 
 def _records(client: Any) -> dict[int, dict[str, Any]]:
@@ -816,41 +907,126 @@ def _wait_ended(client: Any, ids: Sequence[int], timeout: float) -> dict[int, di
         time.sleep(0.1)
 
 
-def measure_rates(spec: ValidateSpec, state_path: str, ns: float, run_dir: Path, say: Say) -> Rates:
-    """Each job size alone, ``rate_repeats`` times, interleaved (module docstring)."""
+def next_gcomp(gcomp: int, share: float, target: float) -> int:
+    """The compute iterations that bring a job of CPU share ``share`` to ``target``.
+
+    With the CPU part of an iteration proportional to ``gcomp`` and its waiting
+    part fixed, ``share = c / (c + w)``; solving for the ``c`` that gives
+    ``target`` scales ``gcomp`` by ``target/(1-target) * (1-share)/share``
+    (bounded to 4x either way: one round never jumps far on a noisy reading).
+    The file write's small fixed CPU makes this approximate, so it is repeated.
+    """
+    if not 0 < target < 1:
+        raise ValueError(f"target share must be in (0, 1), got {target}")
+    share = min(max(share, 1e-3), 1 - 1e-3)
+    factor = (target / (1 - target)) * ((1 - share) / share)
+    return max(1, round(gcomp * min(4.0, max(0.25, factor))))
+
+
+def _quiet(spec: ValidateSpec, reader: Callable[[], float] | None, say: Say) -> float | None:
+    """Wait (at most ``quiet_timeout``) until the host spends less than ``quiet_limit``
+    cores outside the experiment: on 2 cores one foreign process halves a node
+    (testbed/experiment/hostload.py). Returns the last reading; 0 limit: no wait."""
     from testbed.experiment import hostload
 
-    gcomp = max(1, round(spec.compute_ms * 1e6 / ns))
+    if spec.quiet_limit <= 0:
+        return None
+    return hostload.wait_quiet(
+        spec.quiet_limit, 2.0, spec.quiet_timeout, cluster_cpu=reader, say=say
+    )
+
+
+def _alone(
+    client: Any, spec: ValidateSpec, size: int, gcomp: int, name: str, run_dir: Path
+) -> dict[str, float]:
+    """One job of ``size`` alone for about ``rate_seconds``: rate, overhead, CPU share."""
     iterations = max(10, round(spec.rate_seconds / spec.iteration_s()))
-    sizes = sorted({1, *[s for s in range(2, spec.nodes + 1)]})
+    jid = _submit(client, name, size, job_argv(spec, gcomp, iterations))
+    rec = _wait_ended(client, [jid], spec.rate_seconds * 10 + 60)[jid]
+    reports = _reports(client, jid)
+    if rec["state"] != "done" or not reports or "barriers_per_second" not in reports[0]:
+        raise ValidateError(
+            f"rate measurement: job {jid} (size {size}) {rec['state']}",
+            fix=f"see {run_dir}/controller.log and the job's output",
+        )
+    cpus = [float(r["cpu_ratio"]) for r in reports if "cpu_ratio" in r]
+    pre, post = split_overhead(
+        float(rec["start_time"]),
+        float(rec["end_time"]),
+        reports[0].get("_written"),
+        reports[0].get("seconds"),
+    )
+    sample = {
+        "iterations": float(iterations),
+        "rate": float(reports[0]["barriers_per_second"]),
+        "exec_s": float(rec["end_time"]) - float(rec["start_time"]),
+        "cpu": sum(cpus) / len(cpus),
+        # rank 0's CPU per iteration, to compare with the live runs' (the report)
+        "cpu0_per_iteration": float(reports[0].get("cpu_seconds", 0.0)) / iterations,
+    }
+    if pre is not None and post is not None:
+        sample.update(pre_s=pre, post_s=post)
+    return sample
+
+
+def measure_rates(
+    spec: ValidateSpec,
+    state_path: str,
+    gcomp: int,
+    repeats: int,
+    run_dir: Path,
+    say: Say,
+    reader: Callable[[], float] | None = None,
+    *,
+    tune: bool = False,
+) -> Rates:
+    """Each job size alone on a fresh controller, ``repeats`` times, sizes interleaved
+    (module docstring, "Dedicated time"). With ``tune``, first bring the widest job's CPU
+    share to ``target_cpu`` by changing ``gcomp`` (at most ``tune_rounds`` tries)."""
+    from testbed.experiment import hostload
+
+    sizes = list(range(1, spec.nodes + 1))
     samples: dict[int, list[dict[str, float]]] = {s: [] for s in sizes}
-    before = hostload.sample()
+    tuning: list[dict[str, float]] = []
+    before = hostload.sample(reader)
     with _controller(state_path, "gang", spec.quantum, run_dir) as client:
-        for rep in range(spec.rate_repeats):
+        if tune and spec.target_cpu:
+            for k in range(spec.tune_rounds):
+                _quiet(spec, reader, say)
+                s = _alone(client, spec, spec.nodes, gcomp, f"tune-{k}", run_dir)
+                tuning.append({"gcomp": float(gcomp), "share": s["cpu"]})
+                say(f"    G_comp {gcomp}: CPU share {s['cpu']:.3f} (target {spec.target_cpu})")
+                if abs(s["cpu"] - spec.target_cpu) <= spec.tune_tolerance:
+                    break
+                gcomp = next_gcomp(gcomp, s["cpu"], spec.target_cpu)
+            # not converged: keep the try that came closest (a noisy reading can mislead)
+            best = min(tuning, key=lambda t: abs(t["share"] - spec.target_cpu))
+            if abs(best["share"] - spec.target_cpu) > spec.tune_tolerance:
+                gcomp = int(best["gcomp"])
+        for rep in range(repeats):
             for size in sizes:
-                jid = _submit(client, f"rate-s{size}-r{rep}", size,
-                              job_argv(spec, gcomp, iterations))  # fmt: skip
-                rec = _wait_ended(client, [jid], spec.rate_seconds * 10 + 60)[jid]
-                reports = _reports(client, jid)
-                if rec["state"] != "done" or not reports or "barriers_per_second" not in reports[0]:
-                    raise ValidateError(
-                        f"rate measurement: job {jid} (size {size}) {rec['state']}",
-                        fix=f"see {run_dir}/controller.log and the job's output",
-                    )
-                cpus = [float(r["cpu_ratio"]) for r in reports if "cpu_ratio" in r]
-                s = {
-                    "iterations": float(iterations),
-                    "rate": float(reports[0]["barriers_per_second"]),
-                    "exec_s": float(rec["end_time"]) - float(rec["start_time"]),
-                    "cpu": sum(cpus) / len(cpus),
-                }
-                samples[size].append(s)
-                say(
-                    f"    size {size}: {s['rate']:.1f} iterations/s, CPU {s['cpu']:.3f}, "
-                    f"overhead {s['exec_s'] - iterations / s['rate']:.3f} s"
-                )
-    other = hostload.other_cores(before, hostload.sample())
-    return Rates(ns, gcomp, summarize_rates(samples), other)
+                # a sample the host disturbed (a foreign process took part of a node's
+                # core) is measured again, at most twice; the last one is kept either way
+                for attempt in range(3):
+                    _quiet(spec, reader, say)
+                    a = hostload.sample(reader)
+                    smp = _alone(client, spec, size, gcomp, f"rate-s{size}-r{rep}-{attempt}",
+                                 run_dir)  # fmt: skip
+                    other = hostload.other_cores(a, hostload.sample(reader))
+                    smp["other_cores"] = other if other is not None else -1.0
+                    if spec.quiet_limit <= 0 or other is None or other <= 2 * spec.quiet_limit:
+                        break
+                    say(f"    size {size}: disturbed ({other:.2f} cores outside), again")
+                samples[size].append(smp)
+    rates = Rates(0.0, gcomp, summarize_rates(samples), None, tuning)
+    rates.other_cores = hostload.other_cores(before, hostload.sample(reader))
+    for r in rates.sizes.values():
+        say(
+            f"    size {r.size}: {r.rate:.1f} iterations/s, overhead {r.overhead_s:.3f} s, "
+            f"CPU share {r.cpu_share:.3f} ({len(r.samples)} x {r.samples[0]['iterations']:.0f}"
+            " iterations)"
+        )
+    return rates
 
 
 def run_live(
@@ -861,15 +1037,17 @@ def run_live(
     gcomp: int,
     state_path: str,
     run_dir: Path,
-    say: Say,
+    reader: Callable[[], float] | None = None,
+    say: Say = print,
 ) -> LiveRun:
     """One policy at one load: submit at arrival times, poll the matrix, drain."""
     from testbed.experiment import hostload
 
     jobs = [LiveJob(p.index, p.size, p.iterations, p.dedicated_s, p.arrival_s) for p in planned]
     run = LiveRun(policy=policy, load=load, jobs=jobs)
+    run.quiet_before = _quiet(spec, reader, say)
     began = time.monotonic()
-    before = hostload.sample()
+    before = hostload.sample(reader)
     with _controller(state_path, policy, spec.quantum, run_dir) as client:
         ids: dict[int, LiveJob] = {}
         t0 = time.monotonic()
@@ -943,7 +1121,11 @@ def run_live(
             rep = _rank0_report(client, jid)
             j.cpu_ratio = rep.get("cpu_ratio")
             j.barriers = rep.get("barriers")
-    run.other_cores = hostload.other_cores(before, hostload.sample())
+            j.loop_cpu_s = rep.get("cpu_seconds")
+            j.loop_s = rep.get("seconds")
+            w = rep.get("_written")
+            j.report_s = round(float(w) - base, 6) if isinstance(w, int | float) else None
+    run.other_cores = hostload.other_cores(before, hostload.sample(reader))
     run.wall_seconds = time.monotonic() - began
     return run
 
@@ -957,10 +1139,21 @@ def _host() -> dict[str, Any]:
             "commit": commit or "unknown"}  # fmt: skip
 
 
+def _cluster_reader() -> Callable[[], float] | None:
+    """CPU seconds of the cluster's cgroup (jobs and agents), for what the host did besides."""
+    from testbed.cluster import cluster as cluster_mod
+    from testbed.cluster import state as state_mod
+    from testbed.experiment import hostload
+
+    st = state_mod.load(cluster_mod.Env().sdir())
+    return hostload.cluster_cpu_reader(st) if st is not None else None
+
+
 def run_validation(
     spec: ValidateSpec, out: Path, *, quick: bool, reuse_cluster: bool = False, say: Say = print
 ) -> ValidationResult:
-    """Rates, then every (policy, load) live, then the simulations; saves after each run."""
+    """Rates, then every (policy, load) live, each followed by a rate check, then the
+    simulations; the result is saved after every step."""
     from testbed.experiment.cdcrun import calibrate as ns_per_iteration
     from testbed.experiment.runner import ExperimentError, _cluster
 
@@ -986,25 +1179,32 @@ def run_validation(
     try:
         with _cluster(spec, reuse_cluster, say) as cluster:
             meta["cluster"] = {k: v for k, v in cluster.items() if k != "state"}
-            say(f"dedicated rates ({spec.rate_repeats} x each size, {spec.rate_seconds:g} s):")
-            result.rates = measure_rates(spec, cluster["state"], ns, work / "rates", say)
-            for s in result.rates.sizes.values():
-                say(f"  size {s.size}: {s.rate:.1f} iterations/s, overhead {s.overhead_s:.3f} s, "
-                    f"CPU share {s.cpu_share:.3f}")  # fmt: skip
+            reader = _cluster_reader()
+            say(f"dedicated rates ({spec.rate_repeats} x each size):")
+            gcomp = max(1, round(spec.compute_ms * 1e6 / ns))
+            rates = measure_rates(spec, cluster["state"], gcomp, spec.rate_repeats,
+                                  work / "rates", say, reader, tune=True)  # fmt: skip
+            rates.ns_per_iteration = ns
+            result.rates = rates
             save.write_text(result.to_json())
             total = len(spec.policies) * len(spec.loads)
             n = 0
             for load in spec.loads:
-                planned = plan_jobs(stream, result.rates, spec.nodes, load)
+                planned = plan_jobs(stream, rates, spec.nodes, load)
                 for policy in spec.policies:
                     n += 1
                     span = max(p.arrival_s for p in planned)
                     say(f"[{n}/{total}] {policy}, load {load:g}: {len(planned)} jobs over "
                         f"{span:.0f} s")  # fmt: skip
-                    run = run_live(spec, policy, load, planned, result.rates.gcomp,
-                                   cluster["state"], work / f"{policy}-{load:g}", say)  # fmt: skip
+                    run = run_live(spec, policy, load, planned, rates.gcomp, cluster["state"],
+                                   work / f"{policy}-{load:g}", reader, say)  # fmt: skip
                     result.live.append(run)
                     say("    " + live_line(run))
+                    say(f"    dedicated rates after it ({spec.check_repeats} x each size):")
+                    run.rates_after = measure_rates(spec, cluster["state"], rates.gcomp,
+                                                    spec.check_repeats, work / f"rates-{n}",
+                                                    say, reader)  # fmt: skip
+                    run.rates_after.ns_per_iteration = ns
                     save.write_text(result.to_json())  # partial results survive
     except ExperimentError as e:
         raise ValidateError(str(e)) from None

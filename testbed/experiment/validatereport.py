@@ -72,14 +72,16 @@ def step_mean(samples: Sequence[tuple[float, float]], end: float) -> float | Non
 
 
 def paired_times(live: LiveRun, sim: SimRun) -> list[tuple[int, float, float, float, float]]:
-    """``(index, dedicated, submit, live end, sim end)`` of the jobs that ended on both sides."""
-    ends = {j.index: j.end_s for j in sim.jobs}
+    """``(index, dedicated, submit, live end, sim end)`` of the jobs that ended on both sides;
+    the dedicated time is the simulated run time (measured around the run)."""
+    simulated = {j.index: j for j in sim.jobs}
     out = []
     for j in live.jobs:
-        se = ends.get(j.index)
-        if j.response_s is None or se is None or j.submit_s is None or j.end_s is None:
+        s = simulated.get(j.index)
+        if j.response_s is None or s is None or s.end_s is None:
             continue
-        out.append((j.index, j.dedicated_s, j.submit_s, j.end_s, se))
+        assert j.submit_s is not None and j.end_s is not None
+        out.append((j.index, s.runtime, j.submit_s, j.end_s, s.end_s))
     return out
 
 
@@ -192,6 +194,68 @@ def verdict_lines(result: ValidationResult) -> list[str]:
     return out
 
 
+def effective_load(live: LiveRun, sim: SimRun, nodes: int) -> float:
+    """Offered load with the run's own dedicated times and recorded submits (load.py's form)."""
+    size = {j.index: j.size for j in live.jobs}
+    subs = [j.submit_s for j in sim.jobs]
+    span = max(subs) - min(subs) if len(subs) > 1 else 0.0
+    work = math.fsum(j.runtime * size[j.index] for j in sim.jobs)
+    return work / (nodes * span) if span > 0 else math.nan
+
+
+def cpu_per_iteration_ratio(result: ValidationResult, live: LiveRun) -> float | None:
+    """Mean over jobs of rank 0's CPU per iteration live ÷ alone (the measurements around the
+    run). About 1 when nothing disturbs a job; above 1 by what sharing a node costs."""
+    rates = result.run_rates(live)
+    alone: dict[int, float] = {}
+    for size, r in rates.items():
+        per = [s["cpu0_per_iteration"] for s in r.samples if s.get("cpu0_per_iteration")]
+        if per:
+            alone[size] = math.fsum(per) / len(per)
+    ratios = [
+        (j.loop_cpu_s / j.barriers) / alone[j.size]
+        for j in live.jobs
+        if j.loop_cpu_s and j.barriers and j.size in alone
+    ]
+    return math.fsum(ratios) / len(ratios) if ratios else None
+
+
+def _sample_mean(samples: Sequence[dict[str, float]], key: str) -> float | None:
+    vals = [s[key] for s in samples if key in s]
+    return math.fsum(vals) / len(vals) if vals else None
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Mean over a run's jobs of where its execution went (live), beside the same jobs'
+    dedicated split (overhead, loop): what gang scheduling stretched and what it did not."""
+
+    before: float | None  # controller start -> rank 0's loop start
+    loop: float | None  # rank 0's loop (frozen quanta included)
+    after: float | None  # loop end -> controller end
+    dedicated_overhead: float
+    dedicated_loop: float
+
+
+def phases(result: ValidationResult, live: LiveRun) -> Phases:
+    rates = result.run_rates(live)
+    before, loop, after = [], [], []
+    for j in live.jobs:
+        if j.start_s is None or j.end_s is None or j.report_s is None or j.loop_s is None:
+            continue
+        before.append(j.report_s - j.loop_s - j.start_s)
+        loop.append(j.loop_s)
+        after.append(j.end_s - j.report_s)
+    jobs = [j for j in live.jobs if j.size in rates]
+    return Phases(
+        before=_mean(before) if before else None,
+        loop=_mean(loop) if loop else None,
+        after=_mean(after) if after else None,
+        dedicated_overhead=_mean([rates[j.size].overhead_s for j in jobs]),
+        dedicated_loop=_mean([j.iterations / rates[j.size].rate for j in jobs]),
+    )
+
+
 def _f(x: float | None, fmt: str = "{:.2f}") -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
 
@@ -257,18 +321,46 @@ def markdown(result: ValidationResult) -> str:
         "÷ live response, and the share of jobs within 20 %.",
         "",
         "| policy | load | jobs in system | matrix rows | matched | makespan (s) | "
-        "per job | within 20 % | host busy outside | killed |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "per job | within 20 % |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in comps:
-        live = result.live_run(c.policy, c.load)
-        assert live is not None
         lines.append(
             f"| {c.policy} | {c.load:g} | {c.live.mean_in_system:.2f} / "
             f"{c.sim.mean_in_system:.2f} | {_f(c.live.mean_rows)} / {_f(c.sim.mean_rows)} | "
             f"{_f(c.live.matching, '{:.0%}')} / {_f(c.sim.matching, '{:.0%}')} | "
             f"{c.live.makespan:.0f} / {c.sim.makespan:.0f} | {_f(c.median_job_ratio)} | "
-            f"{_f(c.within, '{:.0%}')} | {_f(live.other_cores)} cores | {live.killed} |"
+            f"{_f(c.within, '{:.0%}')} |"
+        )
+    nodes = int(result.meta.get("spec", {}).get("nodes") or 1)
+    lines += [
+        "",
+        "Each live run: the offered load with its own dedicated times and recorded submits; "
+        "rank 0's CPU per iteration live ÷ alone (above 1: an iteration cost more CPU than "
+        "alone, what sharing a node or switching costs); where the jobs' execution went "
+        "(controller start to rank 0's loop start, the loop, loop end to the controller's "
+        "end) beside the same jobs' dedicated overhead and loop; the controller's command "
+        "skew; the CPU the host spent outside the experiment; jobs killed at the drain "
+        "timeout.",
+        "",
+        "| policy | load | effective load | CPU per iteration | live: before / loop / after "
+        "(mean s) | alone: overhead / loop | skew p99 (ms) | host busy outside | killed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    sims = {(s.policy, s.load): s for s in result.sim if comps and s.variant == comps[0].variant}
+    for c in comps:
+        live = result.live_run(c.policy, c.load)
+        sim = sims.get((c.policy, c.load))
+        assert live is not None and sim is not None
+        skew = live.status.get("skew_p99_s")
+        ph = phases(result, live)
+        lines.append(
+            f"| {c.policy} | {c.load:g} | {effective_load(live, sim, nodes):.3f} | "
+            f"{_f(cpu_per_iteration_ratio(result, live), '{:.3f}')} | {_f(ph.before)} / "
+            f"{_f(ph.loop)} / {_f(ph.after)} | {ph.dedicated_overhead:.2f} / "
+            f"{ph.dedicated_loop:.2f} | "
+            f"{_f(skew * 1e3 if isinstance(skew, float) else None)} | "
+            f"{_f(live.other_cores)} cores | {live.killed} |"
         )
     lines += [
         "",
@@ -315,21 +407,36 @@ def _setup(result: ValidationResult) -> list[str]:
     if rates is not None:
         out += [
             "",
-            f"**Job**: {spec.get('compute_ms')} ms of compute (G_comp {rates.gcomp} at "
-            f"{rates.ns_per_iteration:.1f} ns per iteration), one {spec.get('bytes')}-byte file "
-            f"and {spec.get('device_wait_ms')} ms of blocking wait, barrier (wait "
-            f"{spec.get('wait')}) per iteration. Alone here:",
-            "",
-            "| size | iterations/s | overhead (s) | CPU share | repeats |",
-            "|---|---|---|---|---|",
-        ]
-        for s in sorted(rates.sizes.values(), key=lambda r: r.size):
-            out.append(
-                f"| {s.size} | {s.rate:.1f} | {s.overhead_s:.3f} | {s.cpu_share:.3f} | "
-                f"{len(s.samples)} |"
+            f"**Job**: G_comp {rates.gcomp} iterations of the compute loop, one "
+            f"{spec.get('bytes')}-byte file and {spec.get('device_wait_ms')} ms of blocking "
+            f"wait, barrier (wait {spec.get('wait')}) per iteration. G_comp started at "
+            f"{spec.get('compute_ms')} ms by `--calibrate` ({rates.ns_per_iteration:.1f} ns "
+            "per iteration) and was rescaled toward a CPU share of "
+            f"{spec.get('target_cpu')} for the widest job alone: "
+            + (
+                ", ".join(f"{t['gcomp']:.0f} → {t['share']:.3f}" for t in rates.tuning)
+                or "not tuned"
             )
-        if rates.other_cores is not None:
-            out.append(f"\n(host busy outside the experiment: {rates.other_cores:.2f} cores)")
+            + ". Alone here, measured before the first run "
+            "(it sets every job's iterations) and again after every run (each run is "
+            "simulated with the mean of the measurements before and after it):",
+            "",
+            "| measured | size | iterations/s | overhead (s) | before / after loop (s) | "
+            "CPU share | repeats | host busy outside |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        brackets = [("first", rates)] + [
+            (f"after {r.policy} {r.load:g}", r.rates_after) for r in result.live if r.rates_after
+        ]
+        for label, rr in brackets:
+            for s in sorted(rr.sizes.values(), key=lambda r: r.size):
+                pre = _sample_mean(s.samples, "pre_s")
+                post = _sample_mean(s.samples, "post_s")
+                out.append(
+                    f"| {label} | {s.size} | {s.rate:.1f} | {s.overhead_s:.3f} | "
+                    f"{_f(pre, '{:.3f}')} / {_f(post, '{:.3f}')} | {s.cpu_share:.3f} | "
+                    f"{len(s.samples)} | {_f(rr.other_cores)} cores |"
+                )
     if result.sim:
         out += ["", "**Simulations** (exact mode, same quantum and policy defaults):", ""]
         seen = set()

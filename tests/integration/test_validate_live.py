@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_quick_validation_on_a_real_cluster(root_cluster_env: Path, tmp_path: Path) -> None:
     spec = load_spec(REPO / "experiments" / "sim-vs-live.toml").quick_version()
+    spec = replace(spec, quiet_limit=0.0)  # never wait for a quiet host: a test must not hang
     if len(os.sched_getaffinity(0)) < 2:  # no second core to dedicate: share one
         spec = replace(spec, cpus_per_node=0.5, cpu_mechanism="shared")
     lines: list[str] = []

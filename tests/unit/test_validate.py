@@ -27,16 +27,19 @@ from testbed.experiment.validate import (
     StreamEntry,
     ValidateError,
     ValidationResult,
+    blend,
     job_argv,
     load_spec,
     main,
     make_stream,
     map_runtimes,
     map_size,
+    next_gcomp,
     plan_jobs,
     read_result,
     run_sim,
     simulate_all,
+    split_overhead,
     summarize_rates,
 )
 from testbed.sim.job import SimJob
@@ -124,6 +127,25 @@ def test_rates_average_the_repeats_and_split_off_the_overhead() -> None:
     assert Rates.from_dict(json.loads(json.dumps(r.to_dict()))) == r
 
 
+def test_each_run_is_simulated_with_the_rates_measured_around_it() -> None:
+    res = _result({"gang": 1.0, "paired-gang": 1.0})
+    first = res.live[0]
+    assert res.rates is not None
+    assert res.run_rates(first) == res.rates.sizes  # nothing measured after it yet
+    faster = _rates()
+    for r in faster.sizes.values():
+        r.rate *= 1.5
+        r.overhead_s += 0.1
+    first.rates_after = faster
+    blended = res.run_rates(first)
+    assert blended[1].rate == pytest.approx(250.0)  # (200 + 300) / 2
+    assert blended[1].overhead_s == pytest.approx(0.40)
+    assert len(blended[1].samples) == 4
+    # the next run starts from what was measured after the first; nothing after it
+    assert res.run_rates(res.live[1])[1].rate == pytest.approx(300.0)
+    assert blend(_rates(), None) == _rates().sizes
+
+
 @pytest.mark.parametrize("load", [0.5, 0.8])
 def test_plan_meets_the_load_with_the_dedicated_times(load: float) -> None:
     spec = load_spec(SPEC)
@@ -143,6 +165,19 @@ def test_plan_meets_the_load_with_the_dedicated_times(load: float) -> None:
     g_lub = [b.lublin_submit - a.lublin_submit for a, b in itertools.pairwise(stream)]
     k = max(range(len(g_lub)), key=lambda i: g_lub[i])
     assert [x / g_plan[k] for x in g_plan] == pytest.approx([x / g_lub[k] for x in g_lub])
+
+
+def test_next_gcomp_solves_the_share_for_the_compute_part() -> None:
+    # 3 ms of compute beside 2 ms of waiting: 60 %; 45 % needs 2 ms * 0.45 / 0.55
+    g = next_gcomp(30_000, 0.60, 0.45)
+    assert g == round(30_000 * (0.45 / 0.55) * (0.40 / 0.60))
+    c = 3.0 * g / 30_000
+    assert c / (c + 2.0) == pytest.approx(0.45, abs=1e-4)
+    assert next_gcomp(1000, 0.45, 0.45) == 1000
+    assert next_gcomp(1000, 0.999, 0.45) == 250  # at most 4x per round
+    assert next_gcomp(1000, 0.0, 0.45) == 4000
+    with pytest.raises(ValueError):
+        next_gcomp(1000, 0.5, 1.0)
 
 
 def test_job_argv_is_the_fine_grain_program() -> None:
@@ -217,8 +252,11 @@ BUILTIN = SimVariant("built-in", "none", None)
 
 def test_a_job_alone_takes_its_dedicated_time_in_the_simulator() -> None:
     spec = load_spec(SPEC)
-    s = run_sim(_run("gang", [(2, 0.0, 3.0)]), spec, BUILTIN, _rates())
-    assert s.jobs[0].end_s == pytest.approx(3.0)
+    rates = _rates().sizes
+    s = run_sim(_run("gang", [(2, 0.0, 3.0)]), spec, BUILTIN, rates)
+    # 100 iterations at 160/s after 0.3 s of overhead: the dedicated time of its work
+    assert s.jobs[0].runtime == pytest.approx(0.3 + 100 / 160)
+    assert s.jobs[0].end_s == pytest.approx(s.jobs[0].runtime)
     assert s.calibration == "built-in" and s.context_switch == 0.0
     assert s.cpu == {2: pytest.approx(0.44)}  # the measured share of its size
 
@@ -226,17 +264,20 @@ def test_a_job_alone_takes_its_dedicated_time_in_the_simulator() -> None:
 def test_strict_gang_alternates_and_paired_gang_pairs_in_the_simulator() -> None:
     spec = load_spec(SPEC)
     jobs = [(2, 0.0, 4.0), (2, 0.0, 4.0)]
-    gang = run_sim(_run("gang", jobs), spec, BUILTIN, _rates())
+    rates = _rates().sizes
+    rates[2].overhead_s = 0.0
+    rates[2].rate = 25.0  # 100 iterations: 4 s of work
+    gang = run_sim(_run("gang", jobs), spec, BUILTIN, rates)
     # two rows, one quantum each in turn: both end after about twice their work
     assert [j.end_s for j in gang.jobs] == pytest.approx([7.8, 8.0], abs=0.21)
     assert max(n for _, n in gang.rows) == 2 and gang.matching_success_rate is None
-    paired = run_sim(_run("paired-gang", jobs), spec, BUILTIN, _rates())
+    paired = run_sim(_run("paired-gang", jobs), spec, BUILTIN, rates)
     # 0.44 + 0.44 < 1: matched, both run at (1 - interference) once the predictor knows them
     ends = [j.end_s for j in paired.jobs]
     assert all(e is not None and 4.0 / 0.95 <= e < 5.0 for e in ends), ends
     assert paired.matching_success_rate is not None and paired.matching_success_rate > 0.8
     # the paper's 45 % profile is the same here; a compute-bound share would not pair
-    hog = run_sim(_run("paired-gang", jobs), spec, SimVariant("hog", "none", 0.9), _rates())
+    hog = run_sim(_run("paired-gang", jobs), spec, SimVariant("hog", "none", 0.9), rates)
     assert min(j.end_s or 0.0 for j in hog.jobs) > 7.0
 
 
@@ -255,7 +296,7 @@ def _sim(policy: str, live: LiveRun, scale: float, variant: str = "calibrated") 
     for j in live.jobs:
         assert j.submit_s is not None and j.end_s is not None
         end = j.submit_s + scale * (j.end_s - j.submit_s)
-        jobs.append(SimJobTimes(j.index, j.submit_s, j.submit_s, end))
+        jobs.append(SimJobTimes(j.index, j.dedicated_s, j.submit_s, j.submit_s, end))
     return SimRun(variant, policy, live.load, "x", 0.1, 0.0, {2: 0.45}, jobs, [(0.0, 1)], 0.5)
 
 
@@ -311,8 +352,38 @@ def test_killed_jobs_are_left_out_of_both_sides() -> None:
     assert c.live.mean_response == pytest.approx(1.5)
 
 
+def test_effective_load_and_cpu_per_iteration() -> None:
+    res = _result({"gang": 1.0})
+    live, sim = res.live[0], res.sim[0]
+    # sizes 2, 2, 1 with 2, 4 and 1 s over submits 0..10 on 2 nodes: 13 / 20
+    assert vr.effective_load(live, sim, 2) == pytest.approx(13 / 20)
+    assert vr.cpu_per_iteration_ratio(res, live) is None  # no loop CPU recorded
+    for r in res.rates.sizes.values() if res.rates else []:
+        for smp in r.samples:
+            smp["cpu0_per_iteration"] = 0.002
+    for j in live.jobs:
+        j.barriers, j.loop_cpu_s = 100, 0.25  # 2.5 ms per iteration: 1.25x alone
+    assert vr.cpu_per_iteration_ratio(res, live) == pytest.approx(1.25)
+
+
+def test_overhead_is_split_around_the_loop() -> None:
+    # started at 10, loop of 2 s ended (report written) at 12.5, controller end at 12.6
+    assert split_overhead(10.0, 12.6, 12.5, 2.0) == pytest.approx((0.5, 0.1))
+    assert split_overhead(10.0, 12.6, None, 2.0) == (None, None)
+    res = _result({"gang": 1.0})
+    live = res.live[0]
+    for j in live.jobs:
+        assert j.start_s is not None and j.end_s is not None
+        j.loop_s, j.report_s = 0.5, j.end_s - 0.1
+    ph = vr.phases(res, live)
+    assert ph.loop == pytest.approx(0.5) and ph.after == pytest.approx(0.1)
+    assert ph.before == pytest.approx(((2 - 0.6) + (4 - 0.6) + (1 - 0.6)) / 3)
+    assert ph.dedicated_loop == pytest.approx((100 / 160 * 2 + 100 / 200) / 3)
+
+
 def test_result_round_trip_and_report(tmp_path: Path) -> None:
     res = _result({"gang": 1.1, "paired-gang": 0.9})
+    res.live[0].rates_after = _rates()
     res.meta.update(started="then", finished="later", spec={"name": "t", "nodes": 2})
     (tmp_path / "results.json").write_text(res.to_json())
     back = read_result(tmp_path / "results.json")
