@@ -141,6 +141,42 @@ def test_profiles_equal_the_replace_based_reference(profile: str) -> None:
     assert got == want
 
 
+def test_requests_built_without_init_equal_the_dataclass_ones() -> None:
+    from controller.policies.base import JobRequest, PolicyError
+    from testbed.sim import job as job_module
+
+    assert job_module._FAST_REQUEST  # the fast path is on for this JobRequest
+    for j in (SimJob(3, 1.5, 2, 10.0, 12.0, user=-1), SimJob(4, 0.0, 1, 0.0, 0.0, exclusive=True)):
+        want = JobRequest(
+            job_id=j.job_id,
+            size=j.size,
+            estimate=j.estimate,
+            submit_time=j.submit,
+            exclusive=j.exclusive,
+            user=str(j.user),
+        )
+        got = j.request()
+        assert got == want and hash(got) == hash(want) and repr(got) == repr(want)
+    with pytest.raises(PolicyError, match="estimate"):
+        SimJob(5, 0.0, 1, 1.0, -2.0).request()
+    with pytest.raises(PolicyError, match="estimate"):
+        SimJob(6, 0.0, 1, 1.0, math.nan).request()
+
+
+def test_job_request_checks_are_the_ones_the_fast_path_keeps() -> None:
+    """Tripwire: SimJob.request skips JobRequest.__post_init__, having checked what
+    it checks (size >= 1 holds for every SimJob; estimate >= 0 is tested). If this
+    fails, JobRequest's checks changed: update SimJob.request (testbed/sim/job.py)."""
+    import inspect
+    import textwrap
+
+    from controller.policies.base import JobRequest
+
+    body = textwrap.dedent(inspect.getsource(JobRequest.__post_init__))
+    checks = [line.strip() for line in body.splitlines() if line.strip().startswith("if ")]
+    assert checks == ["if self.size < 1:", "if not self.estimate >= 0:"]
+
+
 # -- metrics as columns, CSV without the csv module -----------------------------------------
 
 
