@@ -43,11 +43,8 @@ The derivations are pure functions (:func:`interference`,
 from __future__ import annotations
 
 import contextlib
-import datetime
 import math
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -118,7 +115,7 @@ class CalibrationConfig:
     wait: str | None = "block"
     quiet_limit: float = 0.15  # cores busy outside the cluster before a run may start
     quiet_timeout: float = 300.0
-    quiet_retries: int = 3  # runs again a run disturbed by > 2 x quiet_limit
+    quiet_retries: int = 3  # runs again a run during which > quiet_limit was busy outside
     spec_path: str = ""
 
     @classmethod
@@ -135,7 +132,7 @@ class CalibrationConfig:
             compute=spec.compute,
             io=spec.io,
             wait=spec.compute.wait,
-            spec_path=str(spec.path),
+            spec_path=_repo_relative(spec.path),
         )
         return replace(base, **changes)
 
@@ -150,6 +147,13 @@ class CalibrationConfig:
             return self.fine(ns_per_iteration)
         app = self.compute if kind == "compute" else self.io
         return replace(app, wait=self.wait) if self.wait is not None else app
+
+
+def _repo_relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 # -- pure derivations ---------------------------------------------------------------------
@@ -539,7 +543,7 @@ def run_calibration(
                 run = Run(m.key, repeat, jobs, other, quiet, time.monotonic() - began, attempts)
                 # A run during which the host was busy elsewhere is run again (see
                 # runner._quiet_run): one foreign process takes half of a 2-core host.
-                if other is None or other <= 2 * cfg.quiet_limit or attempts > cfg.quiet_retries:
+                if other is None or other <= cfg.quiet_limit or attempts > cfg.quiet_retries:
                     break
                 say(f"    disturbed ({other:.2f} cores busy outside the cluster): again")
             runs.append(run)
@@ -677,27 +681,17 @@ def pairing(runs: Sequence[Run], margin: float = 0.01) -> dict[str, float]:
 
 
 def host_info(cfg: CalibrationConfig, cluster: Mapping[str, Any]) -> dict[str, Any]:
-    commit = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    rec = hostload.host_record()
     return {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "kernel": platform.release(),
-        "cores": len(os.sched_getaffinity(0)),
+        **{k: rec[k] for k in ("date", "kernel", "cores")},
         "cgroups": str(cluster.get("cgroups", "unknown")),
         "nodes": cfg.nodes,
         "cpus_per_node": cfg.cpus_per_node if cfg.cpus_per_node is not None else "unlimited",
         "cpu_mechanism": str((cluster.get("cpu") or {}).get("mechanism", cfg.cpu_mechanism)),
         "link": cfg.link,
         "delay_mechanism": str(cluster.get("delay_mechanism", "unknown")),
-        "cosched_commit": commit or "unknown",
-        "working_tree_modified": bool(dirty),
+        "cosched_commit": rec["cosched_commit"],
+        "working_tree_modified": rec["working_tree_modified"],
     }
 
 
@@ -719,7 +713,9 @@ def _toml_value(v: Any) -> str:
 
 
 def _toml_table(name: str, table: Mapping[str, Any], comments: Mapping[str, str]) -> list[str]:
-    lines = [f"[{name}]"]
+    """``[name]`` with its values, then its sub-tables; a table that holds only
+    sub-tables gets no header of its own (TOML defines it implicitly)."""
+    lines = []
     subs = []
     for k, v in table.items():
         if isinstance(v, Mapping):
@@ -729,7 +725,8 @@ def _toml_table(name: str, table: Mapping[str, Any], comments: Mapping[str, str]
         if k in comments:
             line = f"{line:<40}# {comments[k]}"
         lines.append(line)
-    lines.append("")
+    if lines or not subs:
+        lines = [f"[{name}]", *lines, ""]
     for k, v in subs:
         lines += _toml_table(f"{name}.{k}", v, {})
     return lines

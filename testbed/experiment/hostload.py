@@ -18,11 +18,16 @@ time in no cgroup, so a quiet run still reads a few hundredths of a core.
 
 from __future__ import annotations
 
+import datetime
 import os
+import platform
 import resource
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 _TICK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 
@@ -129,3 +134,26 @@ def wait_quiet(
         if say is not None and not told:
             say(f"    waiting for a quiet host ({load:.2f} cores busy outside the cluster)")
             told = True
+
+
+def host_record() -> dict[str, Any]:
+    """Where and with what a measurement ran: date, kernel, cores, cosched's commit and
+    whether the working tree differed from it (other work in progress shares the tree)."""
+    repo = str(Path(__file__).resolve().parents[2])
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", "-C", repo, *args], capture_output=True, text=True, check=False
+            )
+        except OSError:
+            return ""
+        return done.stdout.strip()
+
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "kernel": platform.release(),
+        "cores": len(os.sched_getaffinity(0)),
+        "cosched_commit": git("rev-parse", "HEAD") or "unknown",
+        "working_tree_modified": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }

@@ -92,6 +92,16 @@ def mix1(result: ExperimentResult, config: str) -> dict[str, float | None]:
     }
 
 
+def _cpu_per_barrier(run: RunResult) -> float | None:
+    """Mean CPU milliseconds per barrier of the compute jobs' rank 0."""
+    vals = [
+        j.cpu_ratio / j.barriers_per_second * 1e3
+        for j in run.jobs
+        if j.kind == "compute" and j.cpu_ratio is not None and j.barriers_per_second
+    ]
+    return sum(vals) / len(vals) if vals else None
+
+
 def targets(result: ExperimentResult, paired: str | None = None) -> list[tuple[str, bool | None]]:
     """The issue's targets for every paired configuration (or one), each with pass
     (True), miss (False) or not measured (None)."""
@@ -270,8 +280,8 @@ def markdown(result: ExperimentResult) -> str:
         "## Every run",
         "",
         "| config | mix | quanta | rows | skew p50 ms | skew p99 ms | compute CPU | I/O CPU "
-        "| host busy outside (cores) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| compute CPU ms / barrier | host busy outside (cores) | attempts |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         lines.append(
@@ -279,8 +289,15 @@ def markdown(result: ExperimentResult) -> str:
             f"{_fmt(None if r.skew_p50_s is None else r.skew_p50_s * 1e3, '{:.3f}')} | "
             f"{_fmt(None if r.skew_p99_s is None else r.skew_p99_s * 1e3, '{:.3f}')} | "
             f"{_fmt(r.cpu('compute'), '{:.3f}')} | {_fmt(r.cpu('io'), '{:.3f}')} | "
-            f"{_fmt(r.other_cores)} |"
+            f"{_fmt(_cpu_per_barrier(r), '{:.1f}')} | {_fmt(r.other_cores)} | {r.attempts} |"
         )
+    lines += [
+        "",
+        "Compute CPU ms / barrier is the compute loop's cost in that run (rank 0's CPU "
+        "seconds per barrier): it shows how fast the host's CPU ran, which on a shared "
+        "VM varies between runs. A run during which the host spent more than the spec's "
+        "quiet_limit outside the experiment was run again (attempts).",
+    ]
     lines += ["", "## Targets", ""]
     for text, ok in targets(result):
         mark = {True: "met", False: "**missed**", None: "not measured"}[ok]

@@ -109,6 +109,7 @@ class ExperimentResult:
     spec: dict[str, Any]
     cluster: dict[str, Any]
     runs: list[RunResult]
+    host: dict[str, Any] = field(default_factory=dict)  # hostload.host_record()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -123,7 +124,12 @@ class ExperimentResult:
                 int(k): float(v) for k, v in (r.get("slot_partner_ratio") or {}).items()
             }
             runs.append(RunResult(**r))
-        return cls(spec=dict(d["spec"]), cluster=dict(d.get("cluster") or {}), runs=runs)
+        return cls(
+            spec=dict(d["spec"]),
+            cluster=dict(d.get("cluster") or {}),
+            runs=runs,
+            host=dict(d.get("host") or {}),
+        )
 
 
 @dataclass
@@ -197,7 +203,9 @@ def run_experiment(
         "configs": list(spec.configs),
         "mixes": list(spec.mixes),
     }
-    result = ExperimentResult(spec=spec_doc, cluster=cluster, runs=runs)
+    result = ExperimentResult(
+        spec=spec_doc, cluster=cluster, runs=runs, host=hostload.host_record()
+    )
     (out / "results.json").write_text(result.to_json() + "\n")
     return result
 
@@ -250,7 +258,7 @@ def _quiet_run(
     On a 2-core host one busy foreign process takes half a node's core. With
     ``quiet_limit`` > 0 each run waits (up to ``quiet_timeout``) until the host
     spends less than that outside the experiment, and a run during which it
-    spent more than ``2 x quiet_limit`` is run again, at most ``quiet_retries``
+    spent more than ``quiet_limit`` is run again, at most ``quiet_retries``
     times; the last attempt is kept and the attempts are recorded.
     """
     attempts = 0
@@ -267,7 +275,7 @@ def _quiet_run(
         disturbed = (
             spec.quiet_limit > 0
             and run.other_cores is not None
-            and run.other_cores > 2 * spec.quiet_limit
+            and run.other_cores > spec.quiet_limit
         )
         if not disturbed or attempts > spec.quiet_retries:
             return run

@@ -103,13 +103,13 @@ class ExperimentSpec:
     extra: dict[str, Any] = field(default_factory=dict)
     cgroup: str = "auto"  # which cgroup hierarchies: auto | v1 | v2 (docs/cluster.md)
     sweep: Sweep | None = None
-    cpus_fit: bool = False
+    cpus_fit: bool = False  # cpus_per_node = "fit": derived from nodes and the host's cores
     # A quiet host (testbed/experiment/hostload.py, runner._quiet_run): each run
     # waits until the host spends less than quiet_limit cores outside the
-    # experiment, and one that was disturbed (> 2 x quiet_limit) is run again.
+    # experiment, and one during which it spent more is run again.
     quiet_limit: float = 0.15
     quiet_timeout: float = 300.0
-    quiet_retries: int = 2  # cpus_per_node = "fit": derived from nodes and the host's cores
+    quiet_retries: int = 3
 
     def with_cores(self, cores: int) -> ExperimentSpec:
         """``cpus_per_node = "fit"`` resolved for a host of ``cores`` cores."""
@@ -289,7 +289,7 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise SpecError(f'{wc}.cpu_mechanism: cpus_per_node = "{FIT}" chooses it; remove the key')
     sweep = _sweep(doc, origin)
     quiet_limit = float(_get(exp, "quiet_limit", (int, float), w, 0.15))
-    quiet_retries = _get(exp, "quiet_retries", int, w, 2)
+    quiet_retries = _get(exp, "quiet_retries", int, w, 3)
     if quiet_limit < 0 or quiet_retries < 0:
         raise SpecError(f"{w}: quiet_limit (cores) and quiet_retries must be >= 0")
     jw = f"{origin}: [jobs]"
