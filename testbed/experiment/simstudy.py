@@ -542,7 +542,14 @@ def plots(results: list[RunResult], out: Path) -> list[Path]:
 def write_report(results: list[RunResult], meta: dict[str, Any], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data = out / "results.json"
-    data.write_text(json.dumps({"meta": meta, "runs": [asdict(r) for r in results]}, indent=1))
+    runs = []
+    for r in results:
+        row = asdict(r)
+        row["series"] = [[round(t, 2), n] for t, n in r.series]  # centiseconds are plenty
+        runs.append(row)
+    # one run per line: small enough to commit, still readable in a diff
+    body = ",\n".join(json.dumps(row, separators=(",", ":")) for row in runs)
+    data.write_text('{"meta":' + json.dumps(meta) + ',\n"runs":[\n' + body + "]}\n")
     report = out / "report.md"
     report.write_text(markdown(results, meta))
     return [data, report, *plots(results, out)]
