@@ -27,7 +27,11 @@ DESCRIPTION = (
     "faithful to the paper's hardware) and the Fig. 8 / Fig. 9 sweeps take --duration, "
     "--mixes, --configs; "
     "cdc-policies.toml (seed 002 §5.3, §5.5: every communication-driven scheme and BATCH "
-    "on one seeded job stream) takes --quick, --schemes, --loads, --mpls, --jobs."
+    "on one seeded job stream) takes --quick, --schemes, --loads, --mpls, --jobs. "
+    "sim-vs-live.toml (seed 000 §4.2 scaled down: one Lublin stream live under strict and "
+    "paired gang and through the simulator) takes --quick and --reuse-cluster. "
+    "A [study] spec such as sim-paired-fig10-12.toml runs in the simulator only (no root; "
+    "seed 000 Figs. 10-12) and takes --quick."
 )
 EXAMPLES = (
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
@@ -38,6 +42,8 @@ EXAMPLES = (
     "  sudo cosched experiment run experiments/fig9-granularity.toml --duration 10\n"
     "  sudo cosched experiment run experiments/cdc-policies.toml --quick\n"
     "  sudo cosched experiment run experiments/cdc-policies.toml --schemes sb,cc-b --mpls 5\n"
+    "  sudo cosched experiment run experiments/sim-vs-live.toml --quick\n"
+    "  cosched experiment run experiments/sim-paired-fig10-12.toml --out results/fig10-12\n"
     "  cosched experiment report results/cdc-policies/results.json\n"
     "  cosched experiment report results/paired-vs-gang-2node/results.json"
 )
@@ -104,10 +110,55 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def _kind(path: Path) -> str | None:
+    """``"study"`` (simulated Figs. 10-12), ``"validate"`` (simulator vs live) or None."""
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            doc = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # load_any below says what is wrong
+    if isinstance(doc.get("study"), dict):
+        return "study"
+    exp = doc.get("experiment")
+    if isinstance(exp, dict) and "mean_runtime" in exp:
+        return "validate"
+    return None
+
+
+def _run_delegated(args: argparse.Namespace, kind: str) -> int:
+    """Simulated studies and the validation run their own entry points (same flags)."""
+    wrong = [f for f in _given(args, PAIRED_ONLY + STREAM_ONLY) if f != "--quick"]
+    if wrong:
+        raise ExperimentSpecError(
+            f"{', '.join(wrong)}: not for a {kind} spec ({args.spec})",
+            fix="give only --out, --quick" + (", --reuse-cluster" if kind == "validate" else ""),
+        )
+    argv = [str(args.spec)]
+    if args.out is not None:
+        argv += ["--out", str(args.out)]
+    if args.quick:
+        argv.append("--quick")
+    if kind == "study":
+        from testbed.experiment import simstudy
+
+        return simstudy.main(argv)
+    from testbed.experiment import validate
+
+    if args.reuse_cluster:
+        argv.append("--reuse-cluster")
+    return validate.main(argv)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one experiment spec and write its report."""
     from testbed.experiment.spec import SpecError, load_any
     from testbed.experiment.streams import StreamSpec
+
+    kind = _kind(args.spec)
+    if kind is not None:
+        return _run_delegated(args, kind)
 
     try:
         spec = load_any(args.spec)

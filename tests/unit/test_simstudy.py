@@ -135,3 +135,18 @@ def test_simulate_takes_the_execution_model_from_the_calibration(
     assert main([*base, "--calibration", str(tmp_path / "missing.toml")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cosched calibrate" in err
+
+
+def test_experiment_run_dispatches_a_study_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from testbed.cli import main
+
+    spec_path = tmp_path / "study.toml"
+    spec_path.write_text(SPEC.format(cal=_cal(tmp_path)))
+    out = tmp_path / "out"
+    assert main(["experiment", "run", str(spec_path), "--quick", "--out", str(out)]) == 0
+    assert (out / "report.md").is_file() and (out / "fig11.png").is_file()
+    capsys.readouterr()
+    assert main(["experiment", "run", str(spec_path), "--mixes", "1"]) == 2
+    assert "--mixes: not for a study spec" in capsys.readouterr().err
