@@ -990,10 +990,24 @@ def measure_rates(
     tuning: list[dict[str, float]] = []
     before = hostload.sample(reader)
     with _controller(state_path, "gang", spec.quantum, run_dir) as client:
+
+        def undisturbed(size: int, name: str) -> dict[str, float]:
+            # a sample the host disturbed (a foreign process took part of a node's core)
+            # is measured again, at most twice; the last one is kept either way
+            for attempt in range(3):
+                _quiet(spec, reader, say)
+                a = hostload.sample(reader)
+                smp = _alone(client, spec, size, gcomp, f"{name}-{attempt}", run_dir)
+                other = hostload.other_cores(a, hostload.sample(reader))
+                smp["other_cores"] = other if other is not None else -1.0
+                if spec.quiet_limit <= 0 or other is None or other <= 2 * spec.quiet_limit:
+                    break
+                say(f"    size {size}: disturbed ({other:.2f} cores outside), again")
+            return smp
+
         if tune and spec.target_cpu:
             for k in range(spec.tune_rounds):
-                _quiet(spec, reader, say)
-                s = _alone(client, spec, spec.nodes, gcomp, f"tune-{k}", run_dir)
+                s = undisturbed(spec.nodes, f"tune-{k}")
                 tuning.append({"gcomp": float(gcomp), "share": s["cpu"]})
                 say(f"    G_comp {gcomp}: CPU share {s['cpu']:.3f} (target {spec.target_cpu})")
                 if abs(s["cpu"] - spec.target_cpu) <= spec.tune_tolerance:
@@ -1005,19 +1019,7 @@ def measure_rates(
                 gcomp = int(best["gcomp"])
         for rep in range(repeats):
             for size in sizes:
-                # a sample the host disturbed (a foreign process took part of a node's
-                # core) is measured again, at most twice; the last one is kept either way
-                for attempt in range(3):
-                    _quiet(spec, reader, say)
-                    a = hostload.sample(reader)
-                    smp = _alone(client, spec, size, gcomp, f"rate-s{size}-r{rep}-{attempt}",
-                                 run_dir)  # fmt: skip
-                    other = hostload.other_cores(a, hostload.sample(reader))
-                    smp["other_cores"] = other if other is not None else -1.0
-                    if spec.quiet_limit <= 0 or other is None or other <= 2 * spec.quiet_limit:
-                        break
-                    say(f"    size {size}: disturbed ({other:.2f} cores outside), again")
-                samples[size].append(smp)
+                samples[size].append(undisturbed(size, f"rate-s{size}-r{rep}"))
     rates = Rates(0.0, gcomp, summarize_rates(samples), None, tuning)
     rates.other_cores = hostload.other_cores(before, hostload.sample(reader))
     for r in rates.sizes.values():
