@@ -527,6 +527,10 @@ class Cgroups:
             )
         return done
 
+    def request_file(self, path: str, frozen: bool) -> tuple[str, str]:
+        """The file a freeze (or thaw) request of ``path`` is written to, and the value."""
+        return self._need_freezer().request_file(self._dir("freezer", check_rel(path)), frozen)
+
     def prepare_thaw(self, paths: Iterable[str]) -> PreparedThaw:
         """Open the thaw requests of ``paths`` now, to write them at an instant later.
 
@@ -747,11 +751,9 @@ class PreparedThaw:
         self._writes: list[OpenedWrite] = []
         self._start: dict[str, float] = {}
         self.failed: dict[str, str] = {}  # path -> why its request could not be written
-        fz = cg._need_freezer()
         try:
             for p in paths:
-                f, value = fz.request_file(cg._dir("freezer", check_rel(p)), False)
-                self._writes.append(cg.fs.open_write(f, value))
+                self._writes.append(cg.fs.open_write(*cg.request_file(p, False)))
         except BaseException:
             self.close()
             raise

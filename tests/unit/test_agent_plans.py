@@ -223,3 +223,33 @@ def test_plan_too_far_ahead_is_refused_with_one_line(
         assert c.quantum("u0", 3, {})["q"] == 3  # the connection is still fine
     assert state(tmp, "b") == "FROZEN"
     assert agent.metrics.registry.get_sample_value("cosched_agent_tt_refused_plans_total") == 1
+
+
+def test_prepared_thaw_writes_at_once_and_confirms_later(tmp_path: Path) -> None:
+    agent, _ = make_agent(tmp_path)
+    two_jobs(agent)
+    cg = f"{PARENT}/job-a"
+    with agent.driver.prepare_thaw([cg]) as thaw:
+        assert state(tmp_path, "a") == "FROZEN"  # opened, not written
+        thaw.write()
+        assert state(tmp_path, "a") == "THAWED" and not thaw.failed
+        assert set(thaw.confirm()) == {cg}
+    with pytest.raises(FileNotFoundError):
+        agent.driver.prepare_thaw([f"{PARENT}/job-gone"])
+
+
+def test_plan_falls_back_to_the_slow_thaw_when_it_cannot_prepare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from common.cgroups import CgroupError
+
+    agent, _ = make_agent(tmp_path)
+    two_jobs(agent)
+
+    def refuse(paths: object) -> None:
+        raise CgroupError("no freezer here")
+
+    monkeypatch.setattr(agent.driver, "prepare_thaw", refuse)
+    ack = agent.submit_plan(plan(1, time.time() - 0.001, {"a": 100}))  # late: applied now
+    assert ack is not None and not ack["errors"] and ack["late"]
+    assert state(tmp_path, "a") == "THAWED" and state(tmp_path, "b") == "FROZEN"
