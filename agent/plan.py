@@ -28,8 +28,9 @@ default, not a spin: an absolute sleep on the shared clock wakes within tens of
 microseconds at SCHED_FIFO (whose timer slack is zero), and on a host with
 fewer cores than agents, agents spinning at SCHED_FIFO would hold the cores
 that the other agents need to wake up on, and that their jobs need. The
-``spin`` variant exists to compare (agent ``--tt-wait spin``;
-benchmarks/switch_latency.py ``--agent-wait``).
+``spin`` variant (sleep to 200 us before, then spin) exists to compare (agent
+``--tt-wait spin``; benchmarks/switch_latency.py ``--agent-wait``; the figures
+are in docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ from typing import Any
 #: measured here), so 3 ms leaves at least 2 ms for that.
 EARLY_S = 0.003
 WAIT_MODES = ("sleep", "spin")
+#: ``spin`` mode: sleep to this long before the instant, then spin (covers the
+#: sleep's wake-up latency, p99 130-200 us here).
+SPIN_S = 0.0002
 
 _CLOCK_REALTIME = 0
 _TIMER_ABSTIME = 1
@@ -199,7 +203,9 @@ def spin_until(wall: float, clock: Callable[[], float] = time.time) -> None:
 
 
 def wait_until(wall: float, mode: str) -> None:
+    """The last stretch: an absolute sleep, or (``spin``) a sleep to SPIN_S before, then a spin."""
     if mode == "spin":
+        sleep_until(wall - SPIN_S)
         spin_until(wall)
     else:
         sleep_until(wall)

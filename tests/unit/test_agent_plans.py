@@ -17,7 +17,7 @@ import pytest
 from agent import wire
 from agent.client import AgentClient, AgentError
 from agent.daemon import Agent
-from agent.plan import Offer, Plan, PlanSlot, TooFar, sleep_until, spin_until
+from agent.plan import Offer, Plan, PlanSlot, TooFar, sleep_until, spin_until, wait_until
 from tests.unit.test_agent_daemon import KEY, PARENT, Clock, add_fake_job, make_agent, state
 
 # ---- the rules, pure ----------------------------------------------------------------
@@ -78,7 +78,11 @@ def test_slot_drop() -> None:
     assert p is not None and p.q == 1 and slot.pending is None and slot.counters.dropped == 1
 
 
-@pytest.mark.parametrize("wait", [sleep_until, spin_until])
+@pytest.mark.parametrize(
+    "wait",
+    [sleep_until, spin_until, lambda at: wait_until(at, "spin")],
+    ids=["sleep", "spin", "both"],
+)
 def test_final_wait_never_returns_early(wait: object) -> None:
     for _ in range(20):
         at = time.time() + 0.002
