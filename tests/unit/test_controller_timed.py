@@ -153,3 +153,12 @@ def test_a_round_past_the_next_boundary_skips_whole_quanta(
     assert d._next_boundary(50.0, 0.02) == pytest.approx(50.3)
     assert d.sched.counters.missed_boundaries == 2
     assert d._next_boundary(50.0, 0.0) == pytest.approx(50.35)  # immediate: re-anchored
+
+
+@pytest.mark.parametrize("bad", ["-1", "nan", "1001"])
+def test_bad_lead_is_one_line(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.__main__ import main
+
+    assert main(["--policy", "gang", "--lead-ms", bad, "--agents", "n0=127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("controller: error: --lead-ms must be in 0..1000 ms") and "\n" not in err
