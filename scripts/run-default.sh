@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The default experiment: seed 000 §4.1 on real processes. Brings up a 4-node local
-# cluster, runs the five job mixes under strict gang and paired gang (Fig. 4 and
-# best-fit matching), prints the Fig. 7 comparison, writes results/paired-vs-gang/
+# cluster, runs the five job mixes under strict gang and paired gang (Fig. 4 to the
+# letter, as its prose reads, best fit), prints the Fig. 7 comparison, writes results/paired-vs-gang/
 # (Markdown report + PNG plots) and tears the cluster down.
 # Without root (no namespaces or cgroups) it says so and runs the simulated
 # comparison instead (strict vs paired gang vs EASY on a Lublin workload).

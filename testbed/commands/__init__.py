@@ -7,7 +7,8 @@ module                      commands
 ``cluster``                 ``cluster up|status|down``, ``clean``
 ``controller``              ``controller start|stop|status|checkpoint|set``
 ``jobs``                    ``submit``, ``jobs``, ``matrix``, ``slice``, ``kill``, ``class``
-``experiment``              ``experiment run``
+``experiment``              ``experiment run|report``
+``calibrate``               ``calibrate``
 ==========================  ===============================================
 
 Each module exposes ``add_commands(subparsers)``; each command is a function
