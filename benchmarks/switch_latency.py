@@ -492,6 +492,8 @@ def main() -> int:
     args = ap.parse_args()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
+        # Once: a second signal must not cut the cleanup short (agents, cgroups).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
