@@ -27,8 +27,8 @@ DESCRIPTION = (
     "experiments/paired-vs-gang-2node.toml: 2 nodes with a dedicated core each, as "
     "ParPar's nodes); the flags override them. Every measurement is repeated (--repeats) "
     "and its spread reported; each run waits for a quiet host first. Needs root; brings "
-    "the cluster up and tears it down (also on failure or Ctrl-C). About 2-3 minutes with "
-    "the defaults."
+    "the cluster up and tears it down (also on failure, Ctrl-C or SIGTERM). About 4 "
+    "minutes on a quiet host with the defaults."
 )
 EXAMPLES = (
     "  sudo cosched calibrate                       # writes experiments/calibration.toml\n"

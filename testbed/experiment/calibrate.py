@@ -114,7 +114,7 @@ class CalibrationConfig:
     fine_wait_ms: float = 2.5
     wait: str | None = "block"
     quiet_limit: float = 0.15  # cores busy outside the cluster before a run may start
-    quiet_timeout: float = 300.0
+    quiet_timeout: float = 120.0
     quiet_retries: int = 3  # runs again a run during which > quiet_limit was busy outside
     spec_path: str = ""
 
