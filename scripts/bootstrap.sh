@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Create the project virtualenv and install cosched with its test tools.
 # As root, also the Debian packages the tests use: prometheus (promtool lints the
-# exporters; the server is scraped in end-to-end runs).
+# exporters; the server is scraped in end-to-end runs) and Open MPI (openmpi-bin,
+# libopenmpi-dev: mpirun for the apps over real MPI; mpi4py builds against it).
 set -euo pipefail
 venv=${1:-.venv}
 py=${PYTHON:-python3}
-if [ "$(id -u)" = 0 ] && ! command -v promtool >/dev/null 2>&1; then
-  echo "installing Debian packages: prometheus"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+if [ "$(id -u)" = 0 ]; then
+  debs=()
+  command -v promtool >/dev/null 2>&1 || debs+=(prometheus)
+  command -v mpirun >/dev/null 2>&1 || debs+=(openmpi-bin)
+  command -v mpicc >/dev/null 2>&1 || debs+=(libopenmpi-dev)
+  if [ ${#debs[@]} -gt 0 ]; then
+    echo "installing Debian packages: ${debs[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
+  fi
 fi
 if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv"
