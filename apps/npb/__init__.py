@@ -16,9 +16,15 @@ shares. Run one as ``python -m apps.npb.<name> --ranks R --class S
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
-from common.errors import CoschedError
+# One rank is one thread, as one MPI process of seed 002 was one CPU: numpy's BLAS
+# must not start a thread pool in every rank (set before numpy is first imported).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from common.errors import CoschedError  # noqa: E402 - after the thread settings
 
 
 @dataclass(frozen=True)

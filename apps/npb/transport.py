@@ -267,7 +267,7 @@ class OursTransport(Transport):
     def allreduce(self, arr: np.ndarray, op: str, kind: str) -> np.ndarray:
         self._check_world("allreduce")
         a = np.asarray(arr)
-        self.rec.add("Allreduce", kind, a.nbytes)
+        self.rec.add("Allreduce", kind, a.nbytes, a.nbytes if self.size > 1 else 0)
         vals, dt, shape = self._values(a)
         with self.timed():
             res = self.comm.allreduce(vals, op)
@@ -276,7 +276,7 @@ class OursTransport(Transport):
     def reduce(self, arr: np.ndarray, op: str, root: int, kind: str) -> np.ndarray | None:
         self._check_world("reduce")
         a = np.asarray(arr)
-        self.rec.add("Reduce", kind, a.nbytes)
+        self.rec.add("Reduce", kind, a.nbytes, a.nbytes if self.size > 1 else 0)
         vals, dt, shape = self._values(a)
         with self.timed():
             res = self.comm.reduce(vals, op, root)
@@ -285,7 +285,7 @@ class OursTransport(Transport):
     def bcast(self, arr: np.ndarray, root: int, kind: str) -> np.ndarray:
         self._check_world("bcast")
         a = np.ascontiguousarray(arr)
-        self.rec.add("Bcast", kind, a.nbytes)
+        self.rec.add("Bcast", kind, a.nbytes, a.nbytes if self.size > 1 else 0)
         with self.timed():
             data = self.comm.bcast(a.tobytes(), root)
         return np.frombuffer(data, dtype=a.dtype).reshape(a.shape).copy()
@@ -389,7 +389,7 @@ class MpiTransport(Transport):
 
     def allreduce(self, arr: np.ndarray, op: str, kind: str) -> np.ndarray:
         a = np.ascontiguousarray(arr)
-        self.rec.add("Allreduce", kind, a.nbytes)
+        self.rec.add("Allreduce", kind, a.nbytes, a.nbytes if self.size > 1 else 0)
         out = np.empty_like(a)
         with self.timed():
             self.comm.Allreduce(a, out, op=self._ops[op])
@@ -397,7 +397,7 @@ class MpiTransport(Transport):
 
     def reduce(self, arr: np.ndarray, op: str, root: int, kind: str) -> np.ndarray | None:
         a = np.ascontiguousarray(arr)
-        self.rec.add("Reduce", kind, a.nbytes)
+        self.rec.add("Reduce", kind, a.nbytes, a.nbytes if self.size > 1 else 0)
         out = np.empty_like(a) if self.rank == root else None
         with self.timed():
             self.comm.Reduce(a, out, op=self._ops[op], root=root)
@@ -405,7 +405,7 @@ class MpiTransport(Transport):
 
     def bcast(self, arr: np.ndarray, root: int, kind: str) -> np.ndarray:
         a = np.array(arr, copy=True)
-        self.rec.add("Bcast", kind, a.nbytes)
+        self.rec.add("Bcast", kind, a.nbytes, a.nbytes if self.size > 1 else 0)
         with self.timed():
             self.comm.Bcast(a, root=root)
         return a
