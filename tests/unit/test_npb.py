@@ -19,7 +19,7 @@ from apps.npb.ft import FT
 from apps.npb.is_ import IS
 from apps.npb.randdp import MOD, SEED, Randlc, skip, vranlc, vranlc_ints
 from apps.npb.sp import SP
-from apps.npb.transport import OursTransport
+from apps.npb.transport import OursTransport, Transport
 
 
 def test_vranlc_is_randlc_and_skip_jumps_exactly() -> None:
@@ -166,3 +166,20 @@ def test_cg_process_grid_is_npbs() -> None:
     assert cgmod.grid(8) == (2, 4)
     assert cgmod.grid(16) == (4, 4)
     assert math.log2(cgmod.grid(32)[1]) == 3
+
+
+def test_adi_serial_check_catches_a_run_the_serial_code_does_not_reproduce() -> None:
+    class Drifting(BT):
+        """A BT whose distributed run differs from its serial one (as a wrong exchange would)."""
+
+        def configure(self, t: Transport, n: int) -> None:
+            super().configure(t, n)
+            if not isinstance(t, SoloTransport):
+                for c in self.cells:
+                    c.gex = c.gex * (1 + 1e-6)
+
+    report, rep = _solo(Drifting(), "--steps", "3")
+    assert report["verified"] is False
+    assert rep.detail["serial_max_relative_difference"] > 1e-10
+    report, _ = _solo(BT(), "--steps", "3")
+    assert report["verified"] is True
