@@ -14,7 +14,9 @@ or 2 nprows when the rank count is an odd power of two); rank (i, j) holds
 the block A[rows_i, cols_j] and the vectors' segment cols_j (replicated down
 each grid column). q = A p is the local block product, summed across the
 grid row by log2(npcols) pairwise exchanges of the row segment, then one
-exchange with the transpose partner delivers each rank its column segment.
+exchange with the transpose partner delivers each rank its column segment
+(on the diagonal of a square grid the partner is the rank itself: NPB sends
+to itself, so do we).
 A dot product is a local sum and log2(npcols) exchanges of 8 bytes; the two
 norms of an outer iteration travel together (16 bytes). Sends are blocking
 (MPI_Send), receives posted first (MPI_Irecv, MPI_Wait): seed 002 Table 2's
@@ -209,8 +211,8 @@ class CG(Kernel):
             return w
         t = self.t
         _, lo, hi = self.send_to[0]
-        if self.recv_from == t.rank:  # the diagonal of a square grid keeps its own piece
-            return w[lo:hi].copy()
+        # On the diagonal of a square grid the partner is the rank itself: NPB sends
+        # anyway (MPI_Send to itself), and so do we -- it is a message in Table 2's count.
         req = t.irecv(self.recv_from, 20, self.c1 - self.c0)
         t.send(self.send_to[0][0], w[lo:hi], 20, "vector")
         got = t.wait(req)
