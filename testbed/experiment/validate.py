@@ -795,6 +795,51 @@ def run_sim(
     )  # fmt: skip
 
 
+def rate_sensitivity(
+    result: ValidationResult,
+    spec: ValidateSpec,
+    factors: Sequence[float] = (0.9, 0.95, 1.0, 1.05, 1.1),
+    variant: str = "calibrated",
+) -> list[str]:
+    """How much the simulated mean response of each live run depends on the dedicated rate.
+
+    The dedicated rate drifts between measurements (docs/experiments.md, "Simulator vs
+    live"); near saturation a few percent of rate move the response far more. Each run is
+    simulated again with every size's rate times each factor, and once with the first
+    rate measurement (before any run) instead of the one around it.
+    """
+    var = next((v for v in spec.sims if v.label == variant), None)
+    if var is None:
+        raise ValidateError(
+            f"no [[sim]] variant {variant!r} in {spec.path}",
+            fix="use one of: " + ", ".join(v.label for v in spec.sims),
+        )
+    if result.rates is None:
+        raise ValidateError("no dedicated-rate measurement in the result")
+
+    def mean_response(run: LiveRun, rates: Mapping[int, SizeRate]) -> float:
+        times = run_sim(run, spec, var, rates).jobs
+        r = [j.end_s - j.submit_s for j in times if j.end_s is not None]
+        return sum(r) / len(r) if r else math.nan
+
+    lines = []
+    for run in result.live:
+        live = [j.response_s for j in run.jobs if j.response_s is not None]
+        lm = sum(live) / len(live) if live else math.nan
+        around = result.run_rates(run)
+        cells = []
+        for f in factors:
+            scaled = {s: replace(r, rate=r.rate * f) for s, r in around.items()}
+            cells.append(f"x{f:.2f} {mean_response(run, scaled):.2f}")
+        first = mean_response(run, dict(result.rates.sizes))
+        lines.append(
+            f"{run.policy:12s} load {run.load}: live {lm:.2f} s; simulated, rate "
+            + ", ".join(cells)
+            + f"; with the first measurement {first:.2f} ({(first / lm - 1) * 100:+.1f}%)"
+        )
+    return lines
+
+
 def _thin_rows(rows: list[tuple[float, int]], step: float = 0.5) -> list[tuple[float, int]]:
     """Keep a sample whenever the row count changes, or every ``step`` s of virtual time."""
     out: list[tuple[float, int]] = []
@@ -1258,6 +1303,12 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument(
         "--report-only", action="store_true", help="rewrite the report from OUT/results.json"
     )
+    mode.add_argument(
+        "--rate-sensitivity",
+        action="store_true",
+        help="print how OUT/results.json's simulated responses move with the dedicated rate "
+        "(x0.9 to x1.1, and with the first measurement) (no root)",
+    )
     ap.add_argument(
         "--reuse-cluster",
         action="store_true",
@@ -1271,6 +1322,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick:
             spec = spec.quick_version()
         out = args.out or Path("results") / (spec.name + ("-quick" if args.quick else ""))
+        if args.rate_sensitivity:
+            for line in rate_sensitivity(read_result(out / "results.json"), spec):
+                print(line)
+            return 0
         if args.report_only or args.sim_only:
             result = read_result(out / "results.json")
             if args.sim_only:
@@ -1313,6 +1368,7 @@ __all__ = [
     "map_runtimes",
     "map_size",
     "plan_jobs",
+    "rate_sensitivity",
     "read_result",
     "run_sim",
     "simulate_all",

@@ -36,6 +36,7 @@ from testbed.experiment.validate import (
     map_size,
     next_gcomp,
     plan_jobs,
+    rate_sensitivity,
     read_result,
     run_sim,
     simulate_all,
@@ -404,3 +405,20 @@ def test_sim_only_reruns_the_simulations_from_saved_live_data(tmp_path: Path) ->
     assert vr.variants(back) == [s.label for s in spec.sims]
     assert len(back.sim) == len(spec.sims) * 2 and "simulated" in back.meta
     assert all(j.end_s is not None for s in back.sim for j in s.jobs)
+
+
+def test_rate_sensitivity_slower_rates_give_longer_simulated_responses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    res = _result({"gang": 1.0, "paired-gang": 1.0})
+    spec = load_spec(SPEC)
+    lines = rate_sensitivity(res, spec, factors=(0.5, 1.0, 2.0))
+    assert len(lines) == len(res.live)
+    for line in lines:
+        sims = [float(c.split()[1]) for c in line.split("rate ")[1].split(";")[0].split(", ")]
+        assert sims[0] > sims[1] > sims[2]  # half the rate: longer; double: shorter
+    with pytest.raises(ValidateError, match="no \\[\\[sim\\]\\] variant 'nope'"):
+        rate_sensitivity(res, spec, variant="nope")
+    (tmp_path / "results.json").write_text(res.to_json())
+    assert main([str(SPEC), "--rate-sensitivity", "--out", str(tmp_path)]) == 0
+    assert "with the first measurement" in capsys.readouterr().out
