@@ -173,3 +173,9 @@ def test_duration_picks_the_repetition_count() -> None:
     # One repetition takes about 0.05 s here: many fit, and the run lasts about 2 s.
     assert r["verified"] is True and r["reps"] >= 2 and r["iterations"] == 10 * r["reps"]
     assert r["seconds"] >= 1.0
+
+
+@pytest.mark.parametrize("kernel", ["cg", "ft", "is"])
+def test_class_w_verifies_against_npb(kernel: str) -> None:
+    r = report(kernel, "--ranks", "2", "--class", "W")
+    assert r["verified"] is True and r["class"] == "W", r["verification"]
