@@ -62,6 +62,20 @@ class KernelInfo:
     def allowed_ranks(self, limit: int = 64) -> list[int]:
         return [n for n in range(1, limit + 1) if self.allows(n)]
 
+    def rank_argv(
+        self,
+        python: str,
+        cls: str = "S",
+        transport: str = "ours",
+        duration: float | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> list[str]:
+        """The command of one rank of a job (cosched submit / mpirun start R of them)."""
+        argv = [python, "-m", self.module, "--class", cls, "--transport", transport]
+        if duration is not None:
+            argv += ["--duration", f"{duration:g}"]
+        return argv + list(extra)
+
 
 def rank_allowed(rule: str, ranks: int) -> bool:
     if ranks < 1:

@@ -183,3 +183,9 @@ def test_adi_serial_check_catches_a_run_the_serial_code_does_not_reproduce() -> 
     assert rep.detail["serial_max_relative_difference"] > 1e-10
     report, _ = _solo(BT(), "--steps", "3")
     assert report["verified"] is True
+
+
+def test_rank_argv_is_one_rank_of_a_job() -> None:
+    argv = KERNELS["is"].rank_argv("python3", "W", "mpi", 70.0)
+    assert argv == ["python3", "-m", "apps.npb.is_", "--class", "W", "--transport", "mpi",
+                    "--duration", "70"]  # fmt: skip
