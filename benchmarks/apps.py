@@ -7,8 +7,9 @@ verified repetitions, apps/npb/runner.py) prints
 
 * seconds per iteration (an NPB iteration: CG's outer iteration, FT's time
   step, IS's ranking, BT/SP's ADI step) and iterations per second;
-* the achieved message bandwidth: bytes the ranks sent / the time they
-  spent inside communication calls (Mbit/s);
+* bytes a rank sends per iteration (KB/iter) and the achieved message
+  bandwidth: bytes the ranks sent / the time they spent inside
+  communication calls (Mbit/s);
 * the fraction of time communicating: time inside communication calls /
   wall time, the mean over ranks (what an MPI profiler reports; waiting for
   a slower rank counts as communicating);
@@ -90,8 +91,8 @@ def main() -> int:
             print(f"  running {k} over {transport} ...", file=sys.stderr, flush=True)
             results[(k, transport)] = run(k, transport, a.cls, a.duration, a.ranks, a.steps)
     head = (
-        f"{'app':4} {'transport':9} {'iters':>6} {'s/iter':>9} {'iter/s':>8} {'Mbit/s':>9} "
-        f"{'comm %':>7} {'CPU/wall':>8} verified"
+        f"{'app':4} {'transport':9} {'iters':>6} {'s/iter':>9} {'iter/s':>8} {'KB/iter':>8} "
+        f"{'Mbit/s':>9} {'comm %':>7} {'CPU/wall':>8} verified"
     )
     print(head)
     print("-" * len(head))
@@ -101,7 +102,9 @@ def main() -> int:
             v = {True: "VERIFIED", False: "UNSUCCESSFUL", None: "n/a"}[r["verified"]]
             print(
                 f"{k:4} {transport:9} {r['iterations']:6d} {r['seconds_per_iteration']:9.5f} "
-                f"{r['iterations_per_second']:8.2f} {r['bandwidth_bps'] / 1e6:9.1f} "
+                f"{r['iterations_per_second']:8.2f} "
+                f"{r['bytes_sent'] / max(1, r['iterations']) / r['ranks'] / 1e3:8.1f} "
+                f"{r['bandwidth_bps'] / 1e6:9.1f} "
                 f"{100 * r['comm_fraction']:7.1f} {r['cpu_ratio']:8.3f} {v}"
             )
     print()
