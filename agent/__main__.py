@@ -62,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="last stretch before a time-triggered plan's instant: an absolute"
         " clock_nanosleep (default) or a busy spin (docs/cluster.md)",
     )
+    p.add_argument(
+        "--switch",
+        choices=["freezer", "signals"],
+        default="freezer",
+        help="how jobs are switched: the cgroup freezer (default) or SIGSTOP/SIGCONT to every"
+        " process of the job's cgroup, as seed 001 does (docs/cluster.md, 'Switch mechanisms')",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         fifo_priority=args.fifo_priority,
         freeze_timeout=args.freeze_timeout,
         tt_wait=args.tt_wait,
+        switch=args.switch,
     )
 
     def on_term(signum: int, frame: FrameType | None) -> None:

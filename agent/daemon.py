@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agent import wire
 from agent.api import AgentAPI, Refused
@@ -79,6 +79,7 @@ class AgentConfig:
     tt_wait: str = (
         "sleep"  # last stretch before a plan's instant: "sleep" or "spin" (agent/plan.py)
     )
+    switch: str = "freezer"  # "freezer" or "signals" (SIGSTOP/SIGCONT, agent/signals.py)
 
 
 class Agent:
@@ -99,6 +100,12 @@ class Agent:
             base="" if explicit else None,
             freeze_timeout=config.freeze_timeout,
         )
+        if config.switch == "signals":
+            from agent.signals import SignalSwitch
+
+            self.driver = cast(CgroupDriver, SignalSwitch(self.driver))
+        elif config.switch != "freezer":
+            raise ValueError(f"switch must be 'freezer' or 'signals', got {config.switch!r}")
         self.parent = (
             config.cgroup_parent.strip("/")
             if explicit

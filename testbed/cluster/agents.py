@@ -39,6 +39,7 @@ def agent_command(
     listen_port: int = AGENT_PORT,
     metrics_port: int = METRICS_PORT,
     cgroup_version: str = "auto",
+    switch: str = "freezer",
 ) -> list[str]:
     """The command line that starts one node's agent. The single place to adjust flags."""
     return [
@@ -57,6 +58,8 @@ def agent_command(
         cgroup_parent,
         "--backend",
         cgroup_version,
+        "--switch",
+        switch,
     ]
 
 

@@ -90,6 +90,7 @@ class ClusterConfig:
     addresses: AddressPlan = field(default_factory=AddressPlan.build)
     start_agents: bool = True
     python: str = sys.executable
+    switch: str = "freezer"  # the agents' switch mechanism: freezer | signals (agent/signals.py)
 
 
 @dataclass(frozen=True)
@@ -355,6 +356,7 @@ def _create(
                 n.cgroup,
                 python=config.python,
                 cgroup_version="v2" if cg.layout.mode == "v2" else "auto",
+                switch=config.switch,
             )
             procs = cg.procs_files(n.agent_cgroup)
             log = os.path.join(sdir, f"agent-{n.name}.log")

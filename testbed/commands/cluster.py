@@ -101,6 +101,14 @@ def add_commands(subparsers: Any) -> None:
         "(Delegate=yes; see docs/cluster.md)",
     )
     up.add_argument(
+        "--switch",
+        default="freezer",
+        choices=["freezer", "signals"],
+        help="how the agents switch jobs: the cgroup freezer (default) or SIGSTOP/SIGCONT "
+        "to every process of a job's cgroup, as seed 001 does (docs/cluster.md, "
+        "'Switch mechanisms')",
+    )
+    up.add_argument(
         "--no-agents",
         dest="agents",
         action="store_false",
@@ -172,6 +180,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         addresses=addrs,
         start_agents=args.agents,
         cgroup=args.cgroup,
+        switch=args.switch,
     )
     st = cluster_mod.up(config)
     print(

@@ -138,7 +138,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
     made: list[LiveAgent] = []
 
-    def make(failsafe: float = 5.0, backend: str = "v1") -> LiveAgent:
+    def make(failsafe: float = 5.0, backend: str = "v1", switch: str = "freezer") -> LiveAgent:
         node = f"it{len(made)}"
         parent = f"cosched/itest-{os.getpid()}-{secrets.token_hex(3)}"
         key = secrets.token_hex(32).encode()
@@ -157,6 +157,7 @@ def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
             drv: Cgroups = V2Driver(CG / "unified")
         else:
             extra, drv = ["--backend", "v1"], V1Driver()
+        extra += ["--switch", switch]
         a = LiveAgent(
             node, ("127.0.0.1", port), ("127.0.0.1", mport), key, parent, start(), log, start, drv
         )
@@ -355,3 +356,80 @@ def test_agent_on_v2_backend(make_agent: Callable[..., LiveAgent]) -> None:
         c.quantum(a.node, 2, {"busy": 200})
         assert advancing(a, "busy") > 50_000_000
         c.kill(a.node, "busy")
+
+
+# ---- signal-based switching (agent --switch signals, agent/signals.py) -------------------
+
+FORKER = [sys.executable, "-c",
+          "import os, time\nfor _ in range(2):\n    if os.fork() == 0:\n        break\n"
+          "while True:\n    pass"]  # fmt: skip
+
+
+def _proc_states(a: LiveAgent, job: str) -> list[str]:
+    from agent.signals import proc_state
+
+    out = []
+    for pid in a.driver.pids(f"{a.parent}/job-{job}"):
+        st = proc_state(pid)
+        if st is not None:
+            out.append(st)
+    return out
+
+
+def _wait_procs(a: LiveAgent, job: str, n: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(_proc_states(a, job)) < n:
+        assert time.monotonic() < deadline, "the job's processes did not all start"
+        time.sleep(0.05)
+
+
+@needs_v1
+def test_signals_stop_and_continue_a_multiprocess_job(
+    make_agent: Callable[..., LiveAgent],
+) -> None:
+    a = make_agent(switch="signals")
+    with a.client() as c:
+        assert c.status()["backend"].endswith("+signals")
+        c.launch(a.node, "fork", FORKER, start_frozen=True)
+        # the rank joined stopped: it never ran, so it has not forked
+        time.sleep(0.3)
+        assert _proc_states(a, "fork") == ["T"] and advancing(a, "fork", 0.2) == 0
+        ack = c.quantum(a.node, 1, {"fork": 100})
+        assert "fork" in ack["thaw_latency_s"] and not ack["errors"]
+        _wait_procs(a, "fork", 3)  # running: it forks two children
+        assert "T" not in _proc_states(a, "fork") and advancing(a, "fork") > 50_000_000
+        ack = c.quantum(a.node, 2, {})
+        assert "fork" in ack["freeze_latency_s"] and not ack["errors"]
+        states = _proc_states(a, "fork")
+        assert len(states) == 3 and set(states) == {"T"}
+        assert advancing(a, "fork", 0.3) == 0  # every process stands still
+        ack = c.quantum(a.node, 3, {"fork": 100})
+        assert set(_proc_states(a, "fork")) != {"T"} and "T" not in _proc_states(a, "fork")
+        c.kill(a.node, "fork")
+
+
+@needs_v1
+def test_signals_failsafe_continues_a_stopped_job_when_the_controller_dies(
+    make_agent: Callable[..., LiveAgent],
+) -> None:
+    timeout = 1.0
+    a = make_agent(failsafe=timeout, switch="signals")
+    with a.client() as c:
+        c.launch(a.node, "fork", FORKER, start_frozen=False)
+        _wait_procs(a, "fork", 3)
+        c.quantum(a.node, 1, {})
+        assert set(_proc_states(a, "fork")) == {"T"}
+        silent_since = time.monotonic()
+    # the controller is gone (connection closed, no frames): nothing stays stopped
+    while "T" in _proc_states(a, "fork"):
+        assert time.monotonic() - silent_since < timeout + 1.0, "fail-safe did not continue"
+        time.sleep(0.05)
+    assert advancing(a, "fork") > 50_000_000
+    assert "FAIL-SAFE" in a.log.read_text()
+    # and an agent that exits continues what it stopped
+    with a.client() as c:
+        c.quantum(a.node, 2, {})
+        assert set(_proc_states(a, "fork")) == {"T"}
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(10) == 0
+    assert "T" not in _proc_states(a, "fork")
