@@ -31,7 +31,8 @@ DESCRIPTION = (
     "sim-vs-live.toml (seed 000 §4.2 scaled down: one Lublin stream live under strict and "
     "paired gang and through the simulator) takes --quick and --reuse-cluster. "
     "A [study] spec such as sim-paired-fig10-12.toml runs in the simulator only (no root; "
-    "seed 000 Figs. 10-12) and takes --quick."
+    "seed 000 Figs. 10-12) and takes --quick; so does a [rajaei] spec "
+    "(rajaei-gang-vs-backfill.toml: seed 001 Figs. 5-9, gang vs lookahead backfilling)."
 )
 EXAMPLES = (
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
@@ -44,6 +45,7 @@ EXAMPLES = (
     "  sudo cosched experiment run experiments/cdc-policies.toml --schemes sb,cc-b --mpls 5\n"
     "  sudo cosched experiment run experiments/sim-vs-live.toml --quick\n"
     "  cosched experiment run experiments/sim-paired-fig10-12.toml --out results/fig10-12\n"
+    "  cosched experiment run experiments/rajaei-gang-vs-backfill.toml --quick\n"
     "  cosched experiment report results/cdc-policies/results.json\n"
     "  cosched experiment report results/paired-vs-gang-2node/results.json"
 )
@@ -111,7 +113,8 @@ def _csv(text: str) -> tuple[str, ...]:
 
 
 def _kind(path: Path) -> str | None:
-    """``"study"`` (simulated Figs. 10-12), ``"validate"`` (simulator vs live) or None."""
+    """``"study"`` (simulated Figs. 10-12), ``"rajaei"`` (seed 001 in the simulator),
+    ``"validate"`` (simulator vs live) or None."""
     import tomllib
 
     try:
@@ -121,6 +124,8 @@ def _kind(path: Path) -> str | None:
         return None  # load_any below says what is wrong
     if isinstance(doc.get("study"), dict):
         return "study"
+    if isinstance(doc.get("rajaei"), dict):
+        return "rajaei"
     exp = doc.get("experiment")
     if isinstance(exp, dict) and "mean_runtime" in exp:
         return "validate"
@@ -144,6 +149,10 @@ def _run_delegated(args: argparse.Namespace, kind: str) -> int:
         from testbed.experiment import simstudy
 
         return simstudy.main(argv)
+    if kind == "rajaei":
+        from testbed.experiment import rajaei
+
+        return rajaei.main(argv)
     from testbed.experiment import validate
 
     if args.reuse_cluster:

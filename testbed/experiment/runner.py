@@ -350,6 +350,8 @@ def _cluster(spec: ClusterSettings, reuse: bool, say: Say) -> Iterator[dict[str,
                     cpu_mechanism=spec.cpu_mechanism,
                     cfs_period_us=spec.cfs_period_us,
                     cgroup=spec.cgroup,
+                    # the agents' switch mechanism, where a spec has one (seed 001's study)
+                    switch=getattr(spec, "switch", "freezer"),
                 ),
                 env,
             )

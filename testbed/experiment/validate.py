@@ -868,8 +868,11 @@ def simulate_all(result: ValidationResult, spec: ValidateSpec, say: Say = print)
 
 
 @contextlib.contextmanager
-def _controller(state_path: str, policy: str, quantum: float, run_dir: Path) -> Iterator[Any]:
-    """A fresh controller on the cluster; its client; shut down and reaped on exit."""
+def _controller(
+    state_path: str, policy: str, quantum: float, run_dir: Path, params: Sequence[str] = ()
+) -> Iterator[Any]:
+    """A fresh controller on the cluster; its client; shut down and reaped on exit.
+    ``params``: the policy's ``K=V`` parameters (controller ``--param``)."""
     from controller.client import ControllerClient, ControllerError
     from testbed.experiment.runner import _stop, _wait_socket
 
@@ -882,6 +885,8 @@ def _controller(state_path: str, policy: str, quantum: float, run_dir: Path) -> 
         "--run-dir", str(run_dir),
         "--log-level", "WARNING",
     ]  # fmt: skip
+    for kv in params:
+        cmd += ["--param", kv]
     with (run_dir / "controller.log").open("w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     client = ControllerClient(str(run_dir / "controller.sock"), retry=20.0, timeout=10.0)

@@ -1,0 +1,174 @@
+"""Seed 001's study (testbed/experiment/rajaei.py, rajaeireport.py)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from testbed.cli import main as cli_main
+from testbed.experiment.rajaei import (
+    DEFAULT_SPEC,
+    Point,
+    RajaeiError,
+    load_spec,
+    make_jobs,
+    run_point,
+    switch_costs,
+)
+from testbed.experiment.rajaeireport import findings
+
+
+def test_the_committed_spec_and_its_quick_version() -> None:
+    spec = load_spec(DEFAULT_SPEC)
+    assert spec.nodes == 15 and 80 in spec.job_counts and spec.slots[0] == 1
+    q = spec.quick_version()
+    assert q.name.endswith("-quick") and max(q.job_counts) <= 80 and q.seeds <= spec.seeds
+
+
+def test_workload_is_seeded_uniform_and_meets_the_offered_load() -> None:
+    spec = load_spec(DEFAULT_SPEC)
+    a, b = make_jobs(spec, 2000, 3), make_jobs(spec, 2000, 3)
+    assert [(j.submit, j.size, j.runtime) for j in a] == [(j.submit, j.size, j.runtime) for j in b]
+    assert make_jobs(spec, 50, 4)[5].submit != a[5].submit
+    assert {j.size for j in a} == set(range(1, 16))
+    assert all(1 <= j.runtime <= spec.max_runtime for j in a)
+    assert all(j.runtime <= j.estimate <= j.runtime * spec.max_overestimate for j in a)
+    work = sum(j.size * j.runtime for j in a)
+    span = a[-1].submit - a[0].submit
+    assert work / span / spec.nodes == pytest.approx(spec.load, rel=0.1)
+    comm = sum(1 for j in a if j.phases[0].cpu < 1.0) / len(a)
+    assert comm == pytest.approx(spec.comm_share, abs=0.05)
+
+
+def test_one_slot_gang_waits_like_a_queue_and_more_slots_wait_less() -> None:
+    spec = load_spec(DEFAULT_SPEC)
+    cost = switch_costs(spec)[0]
+    one = run_point(spec, "gang-greedy", 1, 60, 0, cost)
+    five = run_point(spec, "gang-greedy", 5, 60, 0, cost)
+    assert five.mean_wait < one.mean_wait
+    la = run_point(spec, "lookahead", None, 60, 0, cost, keep_jobs=True)
+    assert la.slots is None and len(la.waits) == 60 and min(la.waits) >= 0
+    assert statistics.fmean(la.responses) == pytest.approx(la.mean_response)
+
+
+def test_a_switch_cost_lengthens_a_time_shared_makespan() -> None:
+    spec = load_spec(DEFAULT_SPEC)
+    free, costly = switch_costs(spec)[0], switch_costs(spec)[-1]
+    assert costly.seconds > free.seconds or free.seconds > 0
+    a = run_point(spec, "gang-greedy", 15, 80, 1, free)
+    b = run_point(spec, "gang-greedy", 15, 80, 1, costly)
+    assert b.makespan >= a.makespan
+
+
+def _p(policy: str, slots: int | None, jobs: int, makespan: float, wait: float) -> Point:
+    return Point(policy, slots, jobs, 0, "c", makespan, wait, wait + 1)
+
+
+def test_findings_say_differs_when_backfill_beats_gang() -> None:
+    meta = {
+        "policies": ["gang-greedy", "lookahead"],
+        "job_counts": [10, 20],
+        "default_slots": 5,
+        "slots": [1, 5, 10],
+        "slot_jobs": [20],
+        "switch_costs": [{"label": "c", "seconds": 0.0}],
+    }
+    good = [
+        _p("gang-greedy", 5, 10, 50, 1), _p("gang-greedy", 5, 20, 90, 2),
+        _p("lookahead", None, 10, 60, 5), _p("lookahead", None, 20, 120, 20),
+        _p("gang-greedy", 1, 20, 120, 20), _p("gang-greedy", 10, 20, 95, 1),
+    ]  # fmt: skip
+    assert all(ok for ok, _ in findings(good, meta))
+    bad = [_p("lookahead", None, 20, 80, 1) if p.policy == "lookahead" and p.jobs == 20 else p
+           for p in good]  # fmt: skip
+    verdicts = findings(bad, meta)
+    assert not verdicts[0][0] and not verdicts[1][0]  # Fig. 5 and Fig. 6 reversed
+    worse_beyond = [_p("gang-greedy", 10, 20, 80, 1) if p.slots == 10 else p for p in good]
+    fig8 = [v for v in findings(worse_beyond, meta) if v[1].startswith("Fig. 8")]
+    assert fig8 and not fig8[0][0]  # 10 slots much better than 5: not "flat or worse"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[rajaei]\nnodes = 0\n", "nodes = 0"),
+        ("[rajaei]\npolicies = ['gang', 'nope']\n", "unknown policy 'gang'"),
+        ("[rajaei]\nswitch_costs = [2.0]\n", "switch_costs entry 2.0"),
+        ("[rajaei]\nbogus = 1\n", "no key 'bogus'"),
+        ("[rajaei]\n[quick]\nbogus = 1\n", "[quick] has no key 'bogus'"),
+        ("nothing = 1\n", "no [rajaei] table"),
+    ],
+)
+def test_bad_specs_give_one_line(tmp_path: Path, text: str, needle: str) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    with pytest.raises(RajaeiError, match=None) as e:
+        load_spec(p)
+    assert needle in str(e.value) and str(p) in str(e.value)
+
+
+def test_quick_study_through_the_cli_writes_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r"
+    rc = cli_main(["experiment", "run", str(DEFAULT_SPEC), "--quick", "--out", str(out)])
+    assert rc == 0
+    text = (out / "report.md").read_text()
+    for fig in ("fig5", "fig6", "fig7", "fig8", "fig9"):
+        assert (out / f"{fig}.png").stat().st_size > 1000
+        assert f"({fig}.png)" in text
+    assert "## Findings of seed 001 §6, checked" in text
+    assert text.count("* **reproduced**") + text.count("* **differs**") >= 8
+    printed = capsys.readouterr().out
+    assert "Fig. 5:" in printed and "Fig. 8:" in printed
+
+
+# ---- the live study's pure parts (testbed/experiment/rajaeilive.py) -----------------------
+
+
+def test_live_spec_stream_and_simulation() -> None:
+    from testbed.experiment import rajaeilive as rl
+
+    spec = rl.load_spec(rl.DEFAULT_SPEC)
+    assert spec.nodes == 2 and set(spec.switches) == {"freezer", "signals"}
+    stream = rl.make_stream(spec)
+    assert len(stream) == spec.jobs and stream == rl.make_stream(spec)
+    assert all(1 <= j.size <= spec.nodes and 1 <= j.ticks <= spec.max_ticks for j in stream)
+    assert [j.arrival for j in stream] == sorted(j.arrival for j in stream)
+    rates = {}
+    for kind in ("compute", "comm"):
+        for size in (1, 2):
+            rates[f"{kind}/{size}"] = 100.0
+            rates[f"{kind}/{size}/overhead"] = 0.25
+    iters, ded = rl.dedicated(spec, stream[0], rates)
+    assert iters == round(stream[0].ticks * spec.quantum * 100) and ded == pytest.approx(
+        0.25 + iters / 100
+    )
+    one = rl.simulate(spec, stream, "gang-greedy:1", rates)
+    three = rl.simulate(spec, stream, "gang-greedy:3", rates)
+    assert three["mean_wait"] < one["mean_wait"]
+    la = rl.simulate(spec, stream, "lookahead", rates)
+    assert la["makespan"] > 0 and la["mean_response"] >= la["mean_wait"]
+    argv = rl.job_argv(spec, "comm", 7)
+    assert "--comm" in argv and argv[argv.index("--iterations") + 1] == "7"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[rajaei_live]\nconfigs = ['gang-greedy']\n", "needs :SLOTS"),
+        ("[rajaei_live]\nconfigs = ['gang']\n", "configs entry 'gang'"),
+        ("[rajaei_live]\nswitches = ['ptrace']\n", "switches entry 'ptrace'"),
+        ("[rajaei_live]\nbogus = 1\n", "no key 'bogus'"),
+    ],
+)
+def test_live_bad_specs_give_one_line(tmp_path: Path, text: str, needle: str) -> None:
+    from testbed.experiment import rajaeilive as rl
+
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    with pytest.raises(rl.RajaeiLiveError) as e:
+        rl.load_spec(p)
+    assert needle in str(e.value)
