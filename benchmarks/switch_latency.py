@@ -29,7 +29,7 @@ and <= 500 us over 8 nodes (time-triggered). It also prints what each agent's
 scheduling class turned out to be (SCHED_FIFO or not) and the host's load.
 
 Usage: sudo .venv/bin/python benchmarks/switch_latency.py [--nodes 2,4,8] [--switches 200]
-       [--quanta 0.1,0.02] [--lead-ms 20] [--agent-wait sleep|spin]
+       [--quanta 0.1,0.02] [--lead-ms 20] [--agent-wait sleep|spin] [--switch freezer,signals]
 """
 
 from __future__ import annotations
@@ -489,7 +489,19 @@ def main() -> int:
         choices=["sleep", "spin"],
         help="the agents' last stretch before an instant (agent --tt-wait)",
     )
+    ap.add_argument(
+        "--switch",
+        default="freezer",
+        help="switch mechanism(s) of the agents, comma-separated: freezer, signals (agent"
+        " --switch); with both, a table compares them row by row (issue 14)",
+    )
     args = ap.parse_args()
+    mechs = [m.strip() for m in args.switch.split(",") if m.strip()]
+    bad = [m for m in mechs if m not in ("freezer", "signals")]
+    if bad or not mechs:
+        print(f"switch_latency: unknown --switch {bad or args.switch!r}; valid: freezer, signals",
+              file=sys.stderr)  # fmt: skip
+        return 2
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         # Once: a second signal must not cut the cleanup short (agents, cgroups).
@@ -524,10 +536,11 @@ def main() -> int:
         key_file = tmp / "key"
         key_file.write_bytes(key)
         key_file.chmod(0o600)  # the agent refuses a key others can read
-        for n in counts:
+        compare: dict[tuple[str, int, float], tuple[dict[str, float], dict[str, float]]] = {}
+        for mech, n in [(m, n) for m in mechs for n in counts]:
             nodes: list[Node] = []
             try:
-                extra: list[str] = ["--tt-wait", args.agent_wait]
+                extra: list[str] = ["--tt-wait", args.agent_wait, "--switch", mech]
                 if args.backend != "auto":
                     extra += ["--backend", args.backend]
                 nodes = start_nodes(n, key_file, tmp, drv, extra)
@@ -549,8 +562,10 @@ def main() -> int:
                     q += args.switches
                     tt = run_timed(nodes, quantum, lead, args.switches, q)
                     q += args.switches
-                    imm_rows.append(format_immediate(n, quantum, imm))
-                    tt_rows.append(format_timed(n, quantum, lead, tt, imm))
+                    compare[(mech, n, quantum)] = (imm, tt)
+                    tag = f"{mech[:3]} " if len(mechs) > 1 else ""
+                    imm_rows.append(tag + format_immediate(n, quantum, imm))
+                    tt_rows.append(tag + format_timed(n, quantum, lead, tt, imm))
                     floor = bare_floor(n, drv, args.switches, lead)
                     why_rows.append(format_breakdown(n, quantum, tt, floor))
                     print(why_rows[-1], flush=True)
@@ -622,7 +637,46 @@ def main() -> int:
     print("thaw = the thaw writes from the wake-up; bare = thaw skew of N bare processes that only")
     print("sleep to the same kind of instant and write one pre-opened thaw request (the floor this")
     print("host gives N writers); steal% = CPU time the hypervisor took during the row.")
+    if len(mechs) > 1:
+        print_comparison(compare, mechs, counts, quanta)
     return 0
+
+
+def print_comparison(
+    compare: dict[tuple[str, int, float], tuple[dict[str, float], dict[str, float]]],
+    mechs: list[str],
+    counts: list[int],
+    quanta: list[float],
+) -> None:
+    """Freezer vs signals, same agents' code, same jobs, same run (issue 14)."""
+    a, b = mechs[0], mechs[1]
+    print()
+    print(f"switch mechanisms compared: {b} / {a} (ratio > 1: {b} is slower or uses more)")
+    print(
+        f"{'N':>2} {'quantum':>7} | {'apply p50 ms':>17} {'ratio':>6} | {'apply p99 ms':>17}"
+        f" {'ratio':>6} | {'thaw skew p99 us':>17} {'ratio':>6} | {'tt skew p99 us':>15}"
+        f" {'ratio':>6} | {'agent CPU %':>13} {'ratio':>6}"
+    )
+
+    def cell(x: float, y: float, f: str) -> str:
+        r = y / x if x > 0 else float("inf")
+        return f"{x:{f}} / {y:{f}} {r:5.2f}x"
+
+    for n in counts:
+        for q in quanta:
+            if (a, n, q) not in compare or (b, n, q) not in compare:
+                continue
+            (ia, ta), (ib, tb) = compare[(a, n, q)], compare[(b, n, q)]
+            print(
+                f"{n:>2} {q * 1000:>5.0f}ms | {cell(ia['apply_p50'], ib['apply_p50'], '7.3f')} |"
+                f" {cell(ia['apply_p99'], ib['apply_p99'], '7.3f')} |"
+                f" {cell(ia['thaw_skew_p99'], ib['thaw_skew_p99'], '7.0f')} |"
+                f" {cell(ta['thaw_skew_p99'], tb['thaw_skew_p99'], '6.0f')} |"
+                f" {cell(ia['cpu_mean'], ib['cpu_mean'], '5.2f')}"
+            )
+    print("apply = the agent's own time from frame read to freeze+thaw (stop+continue) confirmed")
+    print("(immediate mode); thaw skew = immediate mode, tt skew = time-triggered mode; agent CPU")
+    print("= mean over agents, immediate mode; each cell: first mechanism / second, ratio.")
 
 
 if __name__ == "__main__":
