@@ -89,7 +89,9 @@ class Agent:
         driver: CgroupDriver | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        sel: selectors.BaseSelector | None = None,
     ) -> None:
+        """``sel``: a selector shared with other agents of one process (agent/emulated.py)."""
         self.cfg = config
         self.wall = wall  # CLOCK_REALTIME: the clock plans' instants are on
         explicit = bool(config.cgroup_parent.strip("/"))
@@ -117,7 +119,7 @@ class Agent:
         self.plans = PlanSlot(max_ahead=config.failsafe_timeout)
         self.lock = threading.Lock()
         self.metrics = AgentMetrics(self.snapshot)
-        self.sel = selectors.DefaultSelector()
+        self.sel = sel or selectors.DefaultSelector()
         self.last_q: int | None = None
         self._next_reap = 0.0
         self._pending_remove: dict[str, float] = {}  # cgroup -> give-up time

@@ -105,7 +105,8 @@ def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[No
         out.append(
             NodeInfo(
                 name=str(n["name"]),
-                address=(str(n["ctl_ip"]), port),
+                # emulated nodes (agent/emulated.py) each have a port of their own
+                address=(str(n["ctl_ip"]), int(n.get("agent_port", port))),
                 data_ip=str(n.get("data_ip") or n["ctl_ip"]),
                 capacity=capacity,
             )

@@ -131,6 +131,7 @@ class AgentPool:
         self._events: list[dict[str, Any]] = []
         self._last_error: dict[str, str] = {}
         self.on_connect: OnConnect | None = None
+        self.last_fanout_s = 0.0  # how long the last quantum's sends took
 
     # ---- connections -------------------------------------------------------
     def connect_all(self, deadline_s: float = 10.0) -> None:
@@ -237,6 +238,8 @@ class AgentPool:
                 continue
             sent[node] = (c, seq, time.monotonic_ns())
             self._last_sent[node] = self.clock()
+        # the fan-out alone: every command written (benchmarks/control_scale.py)
+        self.last_fanout_s = time.time() - start
         for node, (c, seq, sent_ns) in sent.items():
             wait = self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
             try:

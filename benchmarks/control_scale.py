@@ -1,0 +1,242 @@
+"""The controller's cost per quantum at 16 to 1,024 nodes (issue 15).
+
+For each N and policy, N emulated agents (agent/emulated.py: the real agent code in one
+process, no jobs' processes, a fake cgroup tree) listen on 127.0.0.1; this process runs
+the real controller core (controller/quantum.py ``Scheduler`` over ``AgentPool``) with
+two full-width jobs, so every quantum switches every node, and times each quantum:
+
+* plan: the policy and family deciding the quantum (``fam.plan``);
+* fan-out: every node's command written (HMAC-signed, one message per node);
+* last ack: from the start of the fan-out until the last node's ack;
+* CPU: this process's CPU time per quantum (the controller alone: the agents run in
+  another process); RSS after the run.
+
+Quanta run back to back, so a quantum's round time is also the shortest quantum it
+could keep. Printed per N: p50/p99 of each, CPU as % of a core at a 100 ms quantum,
+the shortest quantum (from a list) longer than every round, and the targets of
+issue 15 at 1,024 nodes: plan + fan-out <= 10 ms, every ack within 100 ms, CPU <= 20 %
+of a core at 100 ms quanta, memory linear in N. Finally the growth exponent of each
+figure (least-squares slope of log figure vs log N).
+
+    python benchmarks/control_scale.py [--nodes 16,64,256,1024] [--policies gang,paired-gang]
+                                       [--quanta 100] [--mode immediate|timed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from agent.emulated import EmulationError, capacity, raise_fd_limit  # noqa: E402
+from controller.nodes import AgentPool, NodeInfo  # noqa: E402
+from controller.quantum import Scheduler  # noqa: E402
+
+QUANTA_CHOICES = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+TARGET_PLAN_FANOUT_S = 0.010
+TARGET_ACK_S = 0.100
+TARGET_CPU = 0.20
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
+
+
+def start_host(n: int, port: int, key_file: Path, log: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent.emulated", "--nodes", str(n), "--base-port", str(port),
+         "--key-file", str(key_file), "--failsafe-timeout", "30"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=log.open("ab"),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    if not line.startswith("emulated:"):
+        proc.kill()
+        raise RuntimeError(f"emulated host did not start: {line!r}; see {log}")
+    return proc
+
+
+def measure(n: int, policy: str, quanta: int, key: bytes, port: int, mode: str) -> dict[str, Any]:
+    nodes = [NodeInfo(f"n{i}", ("127.0.0.1", port + i), "127.0.0.1", 1.0) for i in range(n)]
+    pool = AgentPool(nodes, key, timeout=10.0)
+    rss0 = psutil.Process().memory_info().rss
+    pool.connect_all(120.0)
+    sched = Scheduler(policy, {}, pool)
+    for k in range(2):
+        sched.submit({"name": f"wide{k}", "size": n, "argv": ["true"]}, "root")
+    plan_s: list[float] = []
+    inner = sched.fam.plan
+
+    def timed_plan(now: float) -> Any:
+        t0 = time.perf_counter()
+        out = inner(now)
+        plan_s.append(time.perf_counter() - t0)
+        return out
+
+    sched.fam.plan = timed_plan  # type: ignore[method-assign]
+    round_s: list[float] = []
+    inner_q = pool.quantum
+
+    def timed_quantum(q: int, commands: Any, at: float | None = None) -> Any:
+        t0 = time.perf_counter()
+        out = inner_q(q, commands, at)
+        round_s.append(time.perf_counter() - t0)  # fan-out start -> the last ack
+        return out
+
+    pool.quantum = timed_quantum  # type: ignore[method-assign]
+    for _ in range(5):  # launches and first switches
+        sched.tick()
+    plan_s.clear()
+    round_s.clear()
+    fan, last, cpu, rounds = [], [], [], []
+    for _ in range(quanta):
+        c0, w0 = time.process_time(), time.perf_counter()
+        at = time.time() + 0.02 if mode == "timed" else None
+        sched.tick(at)
+        rounds.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+        fan.append(pool.last_fanout_s)
+        last.append(round_s[-1])
+    failed = sched.counters.failed_commands
+    rss = psutil.Process().memory_info().rss
+    pool.close()
+    return {
+        "n": n, "policy": policy, "plan": plan_s, "fanout": fan, "last_ack": last, "cpu": cpu,
+        "round": rounds, "rss_mib": (rss - rss0) / 2**20, "failed": failed,
+    }  # fmt: skip
+
+
+def fit_exponent(ns: list[int], ys: list[float]) -> float:
+    pts = [(math.log(n), math.log(y)) for n, y in zip(ns, ys, strict=True) if y > 0]
+    if len(pts) < 2:
+        return math.nan
+    mx = statistics.fmean(p[0] for p in pts)
+    my = statistics.fmean(p[1] for p in pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else math.nan
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--nodes", default="16,64,256,1024")
+    ap.add_argument("--policies", default="gang,paired-gang")
+    ap.add_argument("--quanta", type=int, default=100, help="quanta measured per row")
+    ap.add_argument("--mode", default="immediate", choices=["immediate", "timed"],
+                    help="timed: plans sent 20 ms ahead with an instant")  # fmt: skip
+    ap.add_argument("--base-port", type=int, default=17000)
+    args = ap.parse_args()
+    counts = [int(x) for x in args.nodes.split(",")]
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    try:
+        for n in counts:
+            capacity(n)
+    except EmulationError as e:
+        print(f"control_scale: {e}", file=sys.stderr)
+        return 2
+    raise_fd_limit(max(counts))
+    print(
+        f"host: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; {args.quanta} quanta"
+        f" per row, back to back, {args.mode} mode; two full-width jobs (every node switches)"
+    )
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="cosched-scale-") as tmpd:
+        key = secrets.token_hex(32).encode()
+        kf = Path(tmpd) / "key"
+        kf.write_bytes(key)
+        kf.chmod(0o600)
+        for n in counts:
+            for policy in policies:
+                host = start_host(n, args.base_port, kf, Path(tmpd) / "emulated.log")
+                try:
+                    host_rss0 = psutil.Process(host.pid).memory_info().rss
+                    r = measure(n, policy, args.quanta, key, args.base_port, args.mode)
+                    r["host_rss_mib"] = host_rss0 / 2**20
+                finally:
+                    host.terminate()
+                    try:
+                        host.wait(10)
+                    except subprocess.TimeoutExpired:
+                        host.kill()
+                        host.wait()
+                rows.append(r)
+                print(fmt(r), flush=True)
+    print()
+    print(HEADER)
+    for r in rows:
+        print(fmt(r))
+    print("ms; plan+fan = p99 of plan + fan-out; ack = fan-out start -> the last ack (p99);")
+    print(
+        "CPU % = controller CPU per quantum / 100 ms; q min = the shortest quantum (of "
+        f"{', '.join(f'{q * 1000:g}' for q in QUANTA_CHOICES)} ms) above every round;"
+    )
+    print("ctl MiB = controller memory grown for the run; agents MiB = the emulated host's RSS.")
+    print()
+    print("growth with N (least-squares slope of log figure vs log N; 1 = linear):")
+    for policy in policies:
+        mine = [r for r in rows if r["policy"] == policy]
+        if len(mine) < 2:
+            continue
+        ns = [r["n"] for r in mine]
+        parts = []
+        for key_, label in (("plan", "plan"), ("fanout", "fan-out"), ("last_ack", "last ack"),
+                            ("cpu", "CPU")):  # fmt: skip
+            parts.append(
+                f"{label} {fit_exponent(ns, [statistics.fmean(r[key_]) for r in mine]):.2f}"
+            )
+        parts.append(
+            f"controller memory {fit_exponent(ns, [max(r['rss_mib'], 1e-3) for r in mine]):.2f}"
+        )
+        parts.append(f"agents memory {fit_exponent(ns, [r['host_rss_mib'] for r in mine]):.2f}")
+        print(f"  {policy}: " + ", ".join(parts))
+    big = [r for r in rows if r["n"] == max(counts)]
+    print()
+    print(f"targets at N = {max(counts)} (issue 15):")
+    for r in big:
+        pf = pct([p + f for p, f in zip(r["plan"], r["fanout"], strict=True)], 99)
+        ack = max(r["last_ack"])
+        cpu = statistics.fmean(r["cpu"]) / 0.1
+        print(f"  {r['policy']}: plan + fan-out p99 {pf * 1e3:.1f} ms (<= 10: "
+              f"{'met' if pf <= TARGET_PLAN_FANOUT_S else 'MISSED'}); every ack within "
+              f"{ack * 1e3:.1f} ms (<= 100: {'met' if ack <= TARGET_ACK_S else 'MISSED'}); CPU "
+              f"{cpu * 100:.1f} % of a core at 100 ms quanta (<= 20: "
+              f"{'met' if cpu <= TARGET_CPU else 'MISSED'})")  # fmt: skip
+    return 0
+
+
+HEADER = (
+    f"{'N':>5} {'policy':>12} | {'plan p50':>8} {'p99':>6} | {'fan p50':>7} {'p99':>6} |"
+    f" {'plan+fan':>8} | {'ack p50':>7} {'p99':>6} | {'CPU %':>6} | {'q min':>6} |"
+    f" {'ctl MiB':>7} {'agents MiB':>10} | failed"
+)
+
+
+def fmt(r: dict[str, Any]) -> str:
+    ms = 1e3
+    pf = pct([p + f for p, f in zip(r["plan"], r["fanout"], strict=True)], 99)
+    qmin = next((q for q in QUANTA_CHOICES if q >= max(r["round"])), math.inf)
+    return (
+        f"{r['n']:>5} {r['policy']:>12} |"
+        f" {pct(r['plan'], 50) * ms:8.2f} {pct(r['plan'], 99) * ms:6.2f} |"
+        f" {pct(r['fanout'], 50) * ms:7.2f} {pct(r['fanout'], 99) * ms:6.2f} | {pf * ms:8.2f} |"
+        f" {pct(r['last_ack'], 50) * ms:7.2f} {pct(r['last_ack'], 99) * ms:6.2f} |"
+        f" {statistics.fmean(r['cpu']) / 0.1 * 100:6.1f} | {qmin * ms:6.0f} |"
+        f" {r['rss_mib']:7.1f} {r['host_rss_mib']:10.1f} | {r['failed']}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
