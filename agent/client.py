@@ -30,6 +30,18 @@ class AgentError(RuntimeError):
         self.reason = reason
 
 
+def readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` has data (or EOF) within ``timeout`` seconds.
+
+    poll(), not select(): select() cannot watch a descriptor numbered 1024 or
+    above, which a controller of several hundred agents reaches (found by
+    benchmarks/control_scale.py at 1,024 nodes).
+    """
+    p = select.poll()
+    p.register(sock, select.POLLIN | select.POLLPRI)
+    return bool(p.poll(timeout * 1000.0))
+
+
 class AgentClient:
     def __init__(
         self,
@@ -125,9 +137,7 @@ class AgentClient:
     def _read_some(self, deadline: float, opening: bool) -> bool:
         """Read once; False on timeout. Raises ConnectionError on EOF."""
         assert self.sock is not None
-        left = max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([self.sock], [], [], left)
-        if not ready:
+        if not readable(self.sock, max(0.0, deadline - time.monotonic())):
             return False
         data = self.sock.recv(1 << 16)
         if not data:

@@ -22,7 +22,6 @@ it is called with the node's name and the agent's hello data.
 from __future__ import annotations
 
 import logging
-import select
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent import wire
-from agent.client import AgentClient, AgentError
+from agent.client import AgentClient, AgentError, readable
 from common.errors import CoschedError
 
 log = logging.getLogger("controller.nodes")
@@ -321,8 +320,7 @@ class AgentPool:
             if c is None or c.sock is None:
                 continue
             try:
-                ready, _, _ = select.select([c.sock], [], [], 0)
-                if ready:
+                if readable(c.sock, 0):
                     c.poll(0)
             except (OSError, wire.WireError, AgentError) as e:
                 self._drop(node, e)
