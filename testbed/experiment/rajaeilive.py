@@ -181,25 +181,26 @@ def _records(client: Any) -> dict[int, dict[str, Any]]:
 
 
 def measure_rates(spec: LiveSpec, state: str, run_dir: Path, say: Any) -> dict[str, float]:
-    """Each preset and size alone (FCFS, one job at a time): barriers per second and the
-    start-up overhead, from two probe lengths (``kind/size`` and ``kind/size/overhead``)."""
-    from testbed.experiment.validate import _controller, _wait_ended
+    """Each preset and size alone (FCFS, one job at a time): barriers per second from rank
+    0's own report, and the start-up and end overhead: the controller's start-to-end time
+    less the loop (``kind/size`` and ``kind/size/overhead``). The controller's times are
+    only as fine as its quantum, so the rate does not come from them."""
+    from testbed.experiment.validate import _controller, _rank0_report, _wait_ended
 
     rates: dict[str, float] = {}
-    short, long_ = 100, 400
+    probe = 400
     with _controller(state, "fcfs", spec.quantum, run_dir / "rates") as c:
         for kind in ("compute", "comm"):
             for size in range(1, spec.nodes + 1):
-                walls = []
-                for n in (short, long_):
-                    jid = _submit(c, f"rate-{kind}-{size}-{n}", size, job_argv(spec, kind, n), 60.0)
-                    rec = _wait_ended(c, [jid], 120)[jid]
-                    wall = (rec.get("end_time") or 0) - (rec.get("start_time") or 0)
-                    if rec["state"] != "done" or wall <= 0:
-                        raise RajaeiLiveError(f"rate probe {kind}/{size} ended {rec['state']}")
-                    walls.append(wall)
-                rate = (long_ - short) / max(walls[1] - walls[0], 1e-3)
-                overhead = max(0.0, walls[0] - short / rate)
+                jid = _submit(c, f"rate-{kind}-{size}", size, job_argv(spec, kind, probe), 60.0)
+                rec = _wait_ended(c, [jid], 180)[jid]
+                wall = (rec.get("end_time") or 0) - (rec.get("start_time") or 0)
+                rate = float(_rank0_report(c, jid).get("barriers_per_second") or 0.0)
+                if rec["state"] != "done" or wall <= 0 or rate <= 0:
+                    raise RajaeiLiveError(
+                        f"rate probe {kind}/{size} ended {rec['state']} (rate {rate})"
+                    )
+                overhead = max(0.0, wall - probe / rate)
                 rates[f"{kind}/{size}"] = rate
                 rates[f"{kind}/{size}/overhead"] = overhead
                 say(f"    {kind} size {size}: {rate:.1f} barriers/s alone, start-up and end "
