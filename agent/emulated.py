@@ -42,6 +42,7 @@ from typing import Any
 from agent.daemon import Agent, AgentConfig
 from agent.failsafe import Transition
 from agent.jobs import Job, job_cgroup
+from agent.server import AgentConn
 from common.cgroups import V1Driver
 from common.cgroups.fake import fake_v1
 from common.errors import CoschedError, UsageError
@@ -147,6 +148,7 @@ class EmulatedHost:
             )
             a = EmulatedAgent(cfg, driver=drv, sel=self.sel)
             self.agents.append(a)
+        self.by_node = {a.cfg.node: a for a in self.agents}
         self.stopping = False
         self._planned: set[EmulatedAgent] = set()  # agents holding a time-triggered plan
         self._next_sweep = 0.0
@@ -169,14 +171,13 @@ class EmulatedHost:
             ],
         }  # fmt: skip
 
-    def _owner_of(self, fd: int) -> EmulatedAgent | None:
-        a = self.owner.get(fd)
-        if a is None:
-            for cand in self.agents:
-                if fd in cand.server.conns:
-                    self.owner[fd] = a = cand
-                    break
-        return a
+    def _owner_of(self, key: selectors.SelectorKey) -> EmulatedAgent | None:
+        """The agent a ready socket belongs to: a connection names its agent; a listener
+        is known by its descriptor. (Not a descriptor -> agent cache: descriptors of
+        closed connections are reused by new ones to other agents.)"""
+        if isinstance(key.data, AgentConn):
+            return self.by_node.get(key.data.session.sender.removeprefix("agent:"))
+        return self.owner.get(key.fd)
 
     def step(self, timeout: float = 0.005) -> None:
         """One turn: dispatch ready sockets, fire due plans, poll fail-safes.
@@ -190,7 +191,7 @@ class EmulatedHost:
         ready = self.sel.select(max(0.0, min(timeout, wake)))
         touched: set[EmulatedAgent] = set()
         for key, mask in ready:
-            a = self._owner_of(key.fd)
+            a = self._owner_of(key)
             if a is not None:
                 a.server.ready(key.data, mask)
                 touched.add(a)

@@ -48,6 +48,8 @@ JOB_EVENT = "job_event"
 OK = "ok"
 ERROR = "error"
 LOCAL_POLICY = "local_policy"  # the communication-driven scheme to run (docs/cdc.md)
+# controller -> relay (controller/relay.py): one frame carrying every node's quantum command
+QUANTUM_BATCH = "quantum_batch"
 MESSAGE_TYPES = frozenset(
     {
         HELLO,
@@ -61,6 +63,7 @@ MESSAGE_TYPES = frozenset(
         OK,
         ERROR,
         LOCAL_POLICY,
+        QUANTUM_BATCH,
         "request",
         "reply",
     }
@@ -77,6 +80,7 @@ SCHEMAS: dict[str, dict[str, type | tuple[type, ...]]] = {
     KILL: {"node": str, "job_id": str},
     STATUS: {},
     LOCAL_POLICY: {"node": str, "scheme": str},
+    QUANTUM_BATCH: {"q": int, "start": (int, float), "commands": dict},
 }
 
 

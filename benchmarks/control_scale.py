@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 from agent.emulated import EmulationError, capacity, raise_fd_limit  # noqa: E402
 from controller.nodes import AgentPool, NodeInfo  # noqa: E402
 from controller.quantum import Scheduler  # noqa: E402
+from controller.relaypool import RelayInfo, RelayPool  # noqa: E402
 
 QUANTA_CHOICES = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 TARGET_PLAN_FANOUT_S = 0.010
@@ -56,23 +57,86 @@ def pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
-def start_host(n: int, port: int, key_file: Path, log: Path) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agent.emulated", "--nodes", str(n), "--base-port", str(port),
-         "--key-file", str(key_file), "--failsafe-timeout", "30"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=log.open("ab"),
-    )  # fmt: skip
+def start_host(
+    n: int,
+    port: int,
+    key_file: Path,
+    log: Path,
+    *,
+    failsafe: float = 30.0,
+    state: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """The emulated agents' process, once it listens (``state``: write the node list)."""
+    argv = [sys.executable, "-m", "agent.emulated", "--nodes", str(n), "--base-port", str(port),
+            "--key-file", str(key_file), "--failsafe-timeout", str(failsafe)]  # fmt: skip
+    if state is not None:
+        argv += ["--state", str(state)]
+    return _started(argv, log, "emulated:")
+
+
+def start_relay(
+    name: str,
+    addr: tuple[str, int],
+    state: Path,
+    slice_: str,
+    key_file: Path,
+    log: Path,
+    *,
+    failsafe: float = 30.0,
+) -> subprocess.Popen[bytes]:
+    """One relay process (controller/relay.py) over a slice of the state's nodes."""
+    argv = [sys.executable, "-m", "controller.relay", "--name", name, "--listen",
+            f"{addr[0]}:{addr[1]}", "--state", str(state), "--slice", slice_, "--key-file",
+            str(key_file), "--failsafe-timeout", str(failsafe)]  # fmt: skip
+    return _started(argv, log, f"relay {name}:")
+
+
+def _started(argv: list[str], log: Path, banner: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=log.open("ab"))
     assert proc.stdout is not None
     line = proc.stdout.readline().decode()
-    if not line.startswith("emulated:"):
+    if not line.startswith(banner):
         proc.kill()
-        raise RuntimeError(f"emulated host did not start: {line!r}; see {log}")
+        proc.wait()
+        raise RuntimeError(f"{argv[2]} did not start: {line!r}; see {log}")
     return proc
 
 
-def measure(n: int, policy: str, quanta: int, key: bytes, port: int, mode: str) -> dict[str, Any]:
+def relay_count(spec: str, n: int) -> int:
+    """``0`` (direct), ``auto`` (about sqrt(N): each relay and the controller see as many
+    peers), or a number."""
+    if spec == "auto":
+        return max(2, round(math.sqrt(n)))
+    return int(spec)
+
+
+def relay_infos(n: int, r: int, port: int) -> list[RelayInfo]:
+    per = math.ceil(n / r)
+    return [
+        RelayInfo(f"r{i}", ("127.0.0.1", port + n + 1 + i),
+                  tuple(f"n{j}" for j in range(i * per, min(n, (i + 1) * per))))
+        for i in range(r)
+        if i * per < n
+    ]  # fmt: skip
+
+
+def measure(
+    n: int,
+    policy: str,
+    quanta: int,
+    key: bytes,
+    port: int,
+    mode: str,
+    relays: list[RelayInfo],
+    others: list[psutil.Process],
+) -> dict[str, Any]:
     nodes = [NodeInfo(f"n{i}", ("127.0.0.1", port + i), "127.0.0.1", 1.0) for i in range(n)]
-    pool = AgentPool(nodes, key, timeout=10.0)
+    pool: AgentPool | RelayPool
+    pool = (
+        RelayPool(nodes, relays, key, timeout=10.0)
+        if relays
+        else AgentPool(nodes, key, timeout=10.0)
+    )
     rss0 = psutil.Process().memory_info().rss
     pool.connect_all(120.0)
     sched = Scheduler(policy, {}, pool)
@@ -97,12 +161,13 @@ def measure(n: int, policy: str, quanta: int, key: bytes, port: int, mode: str) 
         round_s.append(time.perf_counter() - t0)  # fan-out start -> the last ack
         return out
 
-    pool.quantum = timed_quantum  # type: ignore[method-assign]
+    pool.quantum = timed_quantum  # type: ignore[method-assign,assignment]
     for _ in range(5):  # launches and first switches
         sched.tick()
     plan_s.clear()
     round_s.clear()
     fan, last, cpu, rounds = [], [], [], []
+    o0 = sum(sum(p.cpu_times()[:2]) for p in others)
     for _ in range(quanta):
         c0, w0 = time.process_time(), time.perf_counter()
         at = time.time() + 0.02 if mode == "timed" else None
@@ -111,13 +176,44 @@ def measure(n: int, policy: str, quanta: int, key: bytes, port: int, mode: str) 
         cpu.append(time.process_time() - c0)
         fan.append(pool.last_fanout_s)
         last.append(round_s[-1])
+    other_cpu = (sum(sum(p.cpu_times()[:2]) for p in others) - o0) / quanta
     failed = sched.counters.failed_commands
     rss = psutil.Process().memory_info().rss
     pool.close()
     return {
-        "n": n, "policy": policy, "plan": plan_s, "fanout": fan, "last_ack": last, "cpu": cpu,
-        "round": rounds, "rss_mib": (rss - rss0) / 2**20, "failed": failed,
+        "n": n, "policy": policy, "relays": len(relays), "other_cpu": other_cpu, "plan": plan_s,
+        "fanout": fan, "last_ack": last, "cpu": cpu, "round": rounds,
+        "rss_mib": (rss - rss0) / 2**20, "failed": failed,
     }  # fmt: skip
+
+
+def run_one(
+    n: int, policy: str, r: int, args: argparse.Namespace, key: bytes, kf: Path, tmpd: Path
+) -> dict[str, Any]:
+    """One row: the emulated host, ``r`` relay processes (0: direct), the measurement."""
+    state = tmpd / "cluster.json"
+    procs = [start_host(n, args.base_port, kf, tmpd / "emulated.log", state=state)]
+    try:
+        host_rss0 = psutil.Process(procs[0].pid).memory_info().rss
+        infos = relay_infos(n, r, args.base_port) if r else []
+        per = math.ceil(n / r) if r else 0
+        for i, info in enumerate(infos):
+            procs.append(start_relay(info.name, info.address, state,
+                                     f"{i * per}:{i * per + len(info.nodes)}", kf,
+                                     tmpd / "relay.log"))  # fmt: skip
+        others = [psutil.Process(p.pid) for p in procs]
+        out = measure(n, policy, args.quanta, key, args.base_port, args.mode, infos, others)
+        out["host_rss_mib"] = host_rss0 / 2**20
+        return out
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def fit_exponent(ns: list[int], ys: list[float]) -> float:
@@ -137,8 +233,12 @@ def main() -> int:
     ap.add_argument("--quanta", type=int, default=100, help="quanta measured per row")
     ap.add_argument("--mode", default="immediate", choices=["immediate", "timed"],
                     help="timed: plans sent 20 ms ahead with an instant")  # fmt: skip
+    ap.add_argument("--relays", default="0,auto",
+                    help="topologies: 0 = the controller talks to every agent; auto = about "
+                    "sqrt(N) relays (controller/relay.py); or a number")  # fmt: skip
     ap.add_argument("--base-port", type=int, default=17000)
     args = ap.parse_args()
+    topologies = [t.strip() for t in args.relays.split(",") if t.strip()]
     counts = [int(x) for x in args.nodes.split(",")]
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     try:
@@ -160,20 +260,11 @@ def main() -> int:
         kf.chmod(0o600)
         for n in counts:
             for policy in policies:
-                host = start_host(n, args.base_port, kf, Path(tmpd) / "emulated.log")
-                try:
-                    host_rss0 = psutil.Process(host.pid).memory_info().rss
-                    r = measure(n, policy, args.quanta, key, args.base_port, args.mode)
-                    r["host_rss_mib"] = host_rss0 / 2**20
-                finally:
-                    host.terminate()
-                    try:
-                        host.wait(10)
-                    except subprocess.TimeoutExpired:
-                        host.kill()
-                        host.wait()
-                rows.append(r)
-                print(fmt(r), flush=True)
+                for spec in topologies:
+                    r = run_one(n, policy, relay_count(spec, n), args, key, kf, Path(tmpd))
+                    r["topology"] = spec
+                    rows.append(r)
+                    print(fmt(r), flush=True)
     print()
     print(HEADER)
     for r in rows:
@@ -183,25 +274,27 @@ def main() -> int:
         "CPU % = controller CPU per quantum / 100 ms; q min = the shortest quantum (of "
         f"{', '.join(f'{q * 1000:g}' for q in QUANTA_CHOICES)} ms) above every round;"
     )
-    print("ctl MiB = controller memory grown for the run; agents MiB = the emulated host's RSS.")
+    print("ctl MiB = controller memory grown for the run; agents MiB = the emulated host's RSS;")
+    print("others ms = CPU of the emulated host and the relays per quantum (what bounds the acks")
+    print("on one host: they share its cores with the controller).")
     print()
     print("growth with N (least-squares slope of log figure vs log N; 1 = linear):")
-    for policy in policies:
-        mine = [r for r in rows if r["policy"] == policy]
+    for group in dict.fromkeys(growth_group(r) for r in rows):
+        mine = [r for r in rows if growth_group(r) == group]
         if len(mine) < 2:
             continue
         ns = [r["n"] for r in mine]
         parts = []
-        for key_, label in (("plan", "plan"), ("fanout", "fan-out"), ("last_ack", "last ack"),
+        for key_, name in (("plan", "plan"), ("fanout", "fan-out"), ("last_ack", "last ack"),
                             ("cpu", "CPU")):  # fmt: skip
             parts.append(
-                f"{label} {fit_exponent(ns, [statistics.fmean(r[key_]) for r in mine]):.2f}"
+                f"{name} {fit_exponent(ns, [statistics.fmean(r[key_]) for r in mine]):.2f}"
             )
         parts.append(
             f"controller memory {fit_exponent(ns, [max(r['rss_mib'], 1e-3) for r in mine]):.2f}"
         )
         parts.append(f"agents memory {fit_exponent(ns, [r['host_rss_mib'] for r in mine]):.2f}")
-        print(f"  {policy}: " + ", ".join(parts))
+        print(f"  {group}: " + ", ".join(parts))
     big = [r for r in rows if r["n"] == max(counts)]
     print()
     print(f"targets at N = {max(counts)} (issue 15):")
@@ -209,7 +302,7 @@ def main() -> int:
         pf = pct([p + f for p, f in zip(r["plan"], r["fanout"], strict=True)], 99)
         ack = max(r["last_ack"])
         cpu = statistics.fmean(r["cpu"]) / 0.1
-        print(f"  {r['policy']}: plan + fan-out p99 {pf * 1e3:.1f} ms (<= 10: "
+        print(f"  {label(r)}: plan + fan-out p99 {pf * 1e3:.1f} ms (<= 10: "
               f"{'met' if pf <= TARGET_PLAN_FANOUT_S else 'MISSED'}); every ack within "
               f"{ack * 1e3:.1f} ms (<= 100: {'met' if ack <= TARGET_ACK_S else 'MISSED'}); CPU "
               f"{cpu * 100:.1f} % of a core at 100 ms quanta (<= 20: "
@@ -218,10 +311,18 @@ def main() -> int:
 
 
 HEADER = (
-    f"{'N':>5} {'policy':>12} | {'plan p50':>8} {'p99':>6} | {'fan p50':>7} {'p99':>6} |"
+    f"{'N':>5} {'policy':>16} | {'plan p50':>8} {'p99':>6} | {'fan p50':>7} {'p99':>6} |"
     f" {'plan+fan':>8} | {'ack p50':>7} {'p99':>6} | {'CPU %':>6} | {'q min':>6} |"
-    f" {'ctl MiB':>7} {'agents MiB':>10} | failed"
+    f" {'ctl MiB':>7} {'agents MiB':>10} | {'others ms':>9} | failed"
 )
+
+
+def growth_group(r: dict[str, Any]) -> str:
+    return f"{r['policy']}, " + ("direct" if not r["relays"] else f"relays {r['topology']}")
+
+
+def label(r: dict[str, Any]) -> str:
+    return f"{r['policy']}/{r['relays']}r" if r["relays"] else f"{r['policy']}/direct"
 
 
 def fmt(r: dict[str, Any]) -> str:
@@ -229,12 +330,13 @@ def fmt(r: dict[str, Any]) -> str:
     pf = pct([p + f for p, f in zip(r["plan"], r["fanout"], strict=True)], 99)
     qmin = next((q for q in QUANTA_CHOICES if q >= max(r["round"])), math.inf)
     return (
-        f"{r['n']:>5} {r['policy']:>12} |"
+        f"{r['n']:>5} {label(r):>16} |"
         f" {pct(r['plan'], 50) * ms:8.2f} {pct(r['plan'], 99) * ms:6.2f} |"
         f" {pct(r['fanout'], 50) * ms:7.2f} {pct(r['fanout'], 99) * ms:6.2f} | {pf * ms:8.2f} |"
         f" {pct(r['last_ack'], 50) * ms:7.2f} {pct(r['last_ack'], 99) * ms:6.2f} |"
         f" {statistics.fmean(r['cpu']) / 0.1 * 100:6.1f} | {qmin * ms:6.0f} |"
-        f" {r['rss_mib']:7.1f} {r['host_rss_mib']:10.1f} | {r['failed']}"
+        f" {r['rss_mib']:7.1f} {r['host_rss_mib']:10.1f} | {r['other_cpu'] * ms:9.1f} |"
+        f" {r['failed']}"
     )
 
 

@@ -108,6 +108,31 @@ class Pool(Protocol):
     def maintain(self) -> None: ...
 
 
+def launch_data(
+    node: str,
+    job_id: str,
+    argv: list[str],
+    rank: int,
+    size: int,
+    env: dict[str, str],
+    start_frozen: bool,
+    cwd: str | None,
+) -> dict[str, Any]:
+    """The launch request's data (agent/wire.py SCHEMAS)."""
+    data: dict[str, Any] = {
+        "node": node,
+        "job_id": job_id,
+        "argv": argv,
+        "ranks": [rank],
+        "env": env,
+        "start_frozen": start_frozen,
+        "size": size,
+    }
+    if cwd is not None:
+        data["cwd"] = cwd
+    return data
+
+
 class AgentPool:
     """Real agents over TCP (agent/wire.py, HMAC-authenticated)."""
 
@@ -213,15 +238,21 @@ class AgentPool:
 
     # ---- the quantum round ----------------------------------------------
     def quantum(
-        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+        self,
+        q: int,
+        commands: dict[str, dict[str, int]],
+        at: float | None = None,
+        start: float | None = None,
     ) -> dict[str, QuantumResult]:
         """Send every node its command, then collect every ack (seed 000 Fig. 5).
 
         With ``at`` (CLOCK_REALTIME seconds) the command is a time-triggered
         plan: every agent applies it at that instant and acks afterwards, so
-        the acks are awaited until ``at`` plus the usual timeout.
+        the acks are awaited until ``at`` plus the usual timeout. ``start`` is
+        the round's start as the agents see it (a relay passes the controller's).
         """
-        start = time.time()
+        t0 = time.time()
+        start = t0 if start is None else start
         sent: dict[str, tuple[AgentClient, int, int]] = {}
         out: dict[str, QuantumResult] = {}
         for node, jobs in commands.items():
@@ -238,7 +269,7 @@ class AgentPool:
             sent[node] = (c, seq, time.monotonic_ns())
             self._last_sent[node] = self.clock()
         # the fan-out alone: every command written (benchmarks/control_scale.py)
-        self.last_fanout_s = time.time() - start
+        self.last_fanout_s = time.time() - t0
         for node, (c, seq, sent_ns) in sent.items():
             wait = self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
             try:
@@ -252,6 +283,10 @@ class AgentPool:
         return out
 
     # ---- plain requests ---------------------------------------------------
+    def request(self, node: str, mtype: str, data: dict[str, Any]) -> dict[str, Any]:
+        """One request to one agent; AgentError if it refuses, ConnectionError if it is gone."""
+        return self._request(node, mtype, data)
+
     def _request(self, node: str, mtype: str, data: dict[str, Any]) -> dict[str, Any]:
         c = self.clients.get(node)
         if c is None:
@@ -276,17 +311,7 @@ class AgentPool:
         start_frozen: bool,
         cwd: str | None,
     ) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "node": node,
-            "job_id": job_id,
-            "argv": argv,
-            "ranks": [rank],
-            "env": env,
-            "start_frozen": start_frozen,
-            "size": size,
-        }
-        if cwd is not None:
-            data["cwd"] = cwd
+        data = launch_data(node, job_id, argv, rank, size, env, start_frozen, cwd)
         return self._request(node, wire.LAUNCH, data)
 
     def kill(self, node: str, job_id: str) -> dict[str, Any]:
@@ -330,8 +355,8 @@ class AgentPool:
         out, self._events = self._events, []
         return out
 
-    def maintain(self) -> None:
-        """Reconnect lost agents; heartbeat the ones nothing was sent to lately."""
+    def maintain(self, every: float = HEARTBEAT_EVERY) -> None:
+        """Reconnect lost agents; heartbeat the ones nothing was sent to for ``every`` s."""
         now = self.clock()
         for n in self.nodes:
             if self.clients[n.name] is None and now >= self._next_try[n.name]:
@@ -339,7 +364,7 @@ class AgentPool:
         due = [
             (name, c)
             for name, c in self.clients.items()
-            if c is not None and now - self._last_sent[name] >= HEARTBEAT_EVERY
+            if c is not None and now - self._last_sent[name] >= every
         ]
         pending: list[tuple[str, AgentClient, int]] = []
         for name, c in due:

@@ -1,0 +1,208 @@
+"""The controller's side of a relay tree: the scheduler's pool, over relays (issue 15).
+
+:class:`RelayPool` offers what :class:`controller.nodes.Pool` promises -- a
+quantum round over every node, launch, kill, status, local policy, job events,
+heartbeats -- but talks to a few relays (controller/relay.py) instead of every
+agent. A quantum is one ``quantum_batch`` frame per relay carrying its nodes'
+commands, sent to every relay before any ack is read (seed 000 Fig. 5's
+send-all-then-collect, one level up); each relay answers with its nodes' acks in
+one frame. The connection to each relay is an ordinary :class:`AgentPool`
+client (HMAC session, reconnect, heartbeats).
+
+A node counts as connected while its relay is; a node whose agent the relay
+cannot reach gets that error in the quantum's results, as a lost agent does
+without relays.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent import wire
+from agent.client import AgentClient, AgentError
+from controller.nodes import AgentPool, NodeInfo, OnConnect, QuantumResult, launch_data
+
+log = logging.getLogger("controller.relaypool")
+
+
+@dataclass(frozen=True)
+class RelayInfo:
+    """A relay: its name, where it listens, the names of the nodes behind it."""
+
+    name: str
+    address: tuple[str, int]
+    nodes: tuple[str, ...]
+
+
+class RelayPool:
+    """The scheduler's pool over relays; a drop-in for :class:`AgentPool`."""
+
+    def __init__(
+        self,
+        nodes: list[NodeInfo],
+        relays: list[RelayInfo],
+        key: bytes,
+        *,
+        timeout: float = 2.0,
+    ) -> None:
+        self.nodes = nodes
+        self.relays = relays
+        self.timeout = timeout
+        self.relay_of: dict[str, str] = {}
+        for r in relays:
+            for n in r.nodes:
+                if n in self.relay_of:
+                    twice = f"{self.relay_of[n]}, {r.name}"
+                    raise ValueError(f"node {n} is behind two relays ({twice})")
+                self.relay_of[n] = r.name
+        missing = [n.name for n in nodes if n.name not in self.relay_of]
+        if missing:
+            raise ValueError(f"nodes behind no relay: {', '.join(missing[:5])}")
+        # The relays are reached as agents are: same client, reconnect and heartbeats.
+        self.up = AgentPool(
+            [NodeInfo(r.name, r.address, r.address[0], 0.0) for r in relays], key, timeout=timeout
+        )
+        self.up.on_connect = self._relay_connected
+        self.on_connect: OnConnect | None = None
+        self._hellos: dict[str, dict[str, Any]] = {}
+        self.last_fanout_s = 0.0
+
+    # ---- connections ----------------------------------------------------------
+    def connect_all(self, deadline_s: float = 10.0) -> None:
+        self.up.connect_all(deadline_s)
+
+    def _relay_connected(self, relay: str, hello: Mapping[str, Any]) -> None:
+        for node, h in dict(hello.get("agents") or {}).items():
+            self._agent_connected(str(node), h)
+
+    def _agent_connected(self, node: str, hello: Mapping[str, Any]) -> None:
+        self._hellos[node] = dict(hello)
+        if self.on_connect is not None:
+            self.on_connect(node, hello)
+
+    def connected(self) -> dict[str, bool]:
+        up = self.up.connected()
+        return {n.name: up.get(self.relay_of[n.name], False) for n in self.nodes}
+
+    def agent_info(self, node: str) -> dict[str, Any]:
+        if not self.up.connected().get(self.relay_of.get(node, ""), False):
+            return {}
+        return dict(self._hellos.get(node, {}))
+
+    def close(self) -> None:
+        self.up.close()
+
+    def sockets(self) -> list[tuple[Any, str]]:
+        return self.up.sockets()
+
+    # ---- the quantum round ----------------------------------------------------
+    def quantum(
+        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+    ) -> dict[str, QuantumResult]:
+        """Every relay its nodes' commands in one frame, then every relay's acks."""
+        start = time.time()
+        by_relay: dict[str, dict[str, dict[str, int]]] = {}
+        out: dict[str, QuantumResult] = {}
+        for node, jobs in commands.items():
+            r = self.relay_of.get(node)
+            if r is None:
+                out[node] = QuantumResult(node, None, "behind no relay")
+                continue
+            by_relay.setdefault(r, {})[node] = jobs
+        sent: dict[str, tuple[AgentClient, int]] = {}
+        for r, cmds in by_relay.items():
+            c = self.up.clients.get(r)
+            if c is None:
+                out.update({n: QuantumResult(n, None, f"relay {r} not connected") for n in cmds})
+                continue
+            data: dict[str, Any] = {"q": q, "start": start, "commands": cmds}
+            if at is not None:
+                data["at"] = at
+            try:
+                sent[r] = (c, c.send(wire.QUANTUM_BATCH, data))
+            except OSError as e:
+                self.up._drop(r, e)
+                why = f"relay {r}: send failed: {e}"
+                out.update({n: QuantumResult(n, None, why) for n in cmds})
+                continue
+            self.up._last_sent[r] = self.up.clock()
+        self.last_fanout_s = time.time() - start
+        for r, (c, seq) in sent.items():
+            # the relay waits up to its own timeout per agent, and ``at`` first
+            wait = 2 * self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
+            cmds = by_relay[r]
+            try:
+                reply = c.wait_reply(seq, wait).data
+            except AgentError as e:
+                out.update({n: QuantumResult(n, None, f"{e.code}: {e.reason}") for n in cmds})
+                continue
+            except (OSError, TimeoutError, wire.WireError) as e:
+                self.up._drop(r, e)
+                out.update({n: QuantumResult(n, None, f"relay {r}: no ack: {e}") for n in cmds})
+                continue
+            acks = reply.get("acks") or {}
+            errors = reply.get("errors") or {}
+            sent_ns = reply.get("sent_ns") or {}
+            for n in cmds:
+                if n in acks:
+                    out[n] = QuantumResult(n, acks[n], None, int(sent_ns.get(n, 0)))
+                else:
+                    out[n] = QuantumResult(n, None, str(errors.get(n, "no ack from the relay")))
+        return out
+
+    # ---- plain requests, forwarded by the node's relay -------------------------
+    def request(self, node: str, mtype: str, data: dict[str, Any]) -> dict[str, Any]:
+        r = self.relay_of.get(node)
+        if r is None:
+            raise ConnectionError(f"node {node} is behind no relay")
+        try:
+            return self.up.request(r, mtype, data)
+        except AgentError as e:
+            if e.code == "unreachable":
+                raise ConnectionError(f"agent {node} (via relay {r}): {e.reason}") from None
+            raise
+
+    def launch(
+        self,
+        node: str,
+        job_id: str,
+        argv: list[str],
+        *,
+        rank: int,
+        size: int,
+        env: dict[str, str],
+        start_frozen: bool,
+        cwd: str | None,
+    ) -> dict[str, Any]:
+        data = launch_data(node, job_id, argv, rank, size, env, start_frozen, cwd)
+        return self.request(node, wire.LAUNCH, data)
+
+    def kill(self, node: str, job_id: str) -> dict[str, Any]:
+        return self.request(node, wire.KILL, {"node": node, "job_id": job_id})
+
+    def local_policy(self, node: str, data: dict[str, Any]) -> dict[str, Any]:
+        return self.request(node, wire.LOCAL_POLICY, data)
+
+    def status(self, node: str) -> dict[str, Any] | None:
+        try:
+            return self.request(node, wire.STATUS, {"node": node})
+        except (ConnectionError, AgentError) as e:
+            log.warning("status of %s: %s", node, e)
+            return None
+
+    # ---- background duties ------------------------------------------------------
+    def events(self) -> list[dict[str, Any]]:
+        out = []
+        for ev in self.up.events():
+            if ev.get("event") == "agent_connected":  # an agent behind a relay (re)connected
+                self._agent_connected(str(ev.get("node")), ev.get("hello") or {})
+            else:
+                out.append(ev)
+        return out
+
+    def maintain(self) -> None:
+        self.up.maintain()
