@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,14 @@ def test_64_emulated_nodes_switch_every_quantum(tmp_path: Path) -> None:
             thawed.append(jobs.pop())
         assert set(thawed) == {(str(ids[0]),), (str(ids[1]),)}
         assert all(a != b for a, b in itertools.pairwise(thawed))
+        # a kill is answered at once (a fake group never empties by itself: the real
+        # driver's 2 s wait for it cost every relayed agent its connection)
+        t0 = time.perf_counter()
+        reply = pool.kill("n5", str(ids[0]))
+        assert time.perf_counter() - t0 < 1.0 and reply["ended"] is True
+        status = pool.status("n5")
+        assert status is not None
+        assert {j["job_id"]: j["state"] for j in status["jobs"]}[str(ids[0])] == "ended"
         pool.close()
     finally:
         host.terminate()
