@@ -161,12 +161,12 @@ def measure(
         round_s.append(time.perf_counter() - t0)  # fan-out start -> the last ack
         return out
 
-    pool.quantum = timed_quantum  # type: ignore[method-assign,assignment]
+    pool.quantum = timed_quantum  # type: ignore[method-assign]
     for _ in range(5):  # launches and first switches
         sched.tick()
     plan_s.clear()
     round_s.clear()
-    fan, last, cpu, rounds = [], [], [], []
+    fan, fan_cpu, last, cpu, rounds = [], [], [], [], []
     o0 = sum(sum(p.cpu_times()[:2]) for p in others)
     for _ in range(quanta):
         c0, w0 = time.process_time(), time.perf_counter()
@@ -175,6 +175,7 @@ def measure(
         rounds.append(time.perf_counter() - w0)
         cpu.append(time.process_time() - c0)
         fan.append(pool.last_fanout_s)
+        fan_cpu.append(pool.last_fanout_cpu_s)
         last.append(round_s[-1])
     other_cpu = (sum(sum(p.cpu_times()[:2]) for p in others) - o0) / quanta
     failed = sched.counters.failed_commands
@@ -182,7 +183,7 @@ def measure(
     pool.close()
     return {
         "n": n, "policy": policy, "relays": len(relays), "other_cpu": other_cpu, "plan": plan_s,
-        "fanout": fan, "last_ack": last, "cpu": cpu, "round": rounds,
+        "fanout": fan, "fan_cpu": fan_cpu, "last_ack": last, "cpu": cpu, "round": rounds,
         "rss_mib": (rss - rss0) / 2**20, "failed": failed,
     }  # fmt: skip
 
@@ -269,7 +270,9 @@ def main() -> int:
     print(HEADER)
     for r in rows:
         print(fmt(r))
-    print("ms; plan+fan = p99 of plan + fan-out; ack = fan-out start -> the last ack (p99);")
+    print("ms; plan+fan = p99 of plan + fan-out (wall; CPU = the same in this thread's CPU time,")
+    print("    which the agents and relays on the same cores cannot inflate);")
+    print("ack = fan-out start -> the last ack (p50, p99);")
     print(
         "CPU % = controller CPU per quantum / 100 ms; q min = the shortest quantum (of "
         f"{', '.join(f'{q * 1000:g}' for q in QUANTA_CHOICES)} ms) above every round;"
@@ -300,10 +303,12 @@ def main() -> int:
     print(f"targets at N = {max(counts)} (issue 15):")
     for r in big:
         pf = pct([p + f for p, f in zip(r["plan"], r["fanout"], strict=True)], 99)
+        pfc = pct([p + f for p, f in zip(r["plan"], r["fan_cpu"], strict=True)], 99)
         ack = max(r["last_ack"])
         cpu = statistics.fmean(r["cpu"]) / 0.1
         print(f"  {label(r)}: plan + fan-out p99 {pf * 1e3:.1f} ms (<= 10: "
-              f"{'met' if pf <= TARGET_PLAN_FANOUT_S else 'MISSED'}); every ack within "
+              f"{'met' if pf <= TARGET_PLAN_FANOUT_S else 'MISSED'}; in CPU time {pfc * 1e3:.1f} "
+              f"ms: {'met' if pfc <= TARGET_PLAN_FANOUT_S else 'MISSED'}); every ack within "
               f"{ack * 1e3:.1f} ms (<= 100: {'met' if ack <= TARGET_ACK_S else 'MISSED'}); CPU "
               f"{cpu * 100:.1f} % of a core at 100 ms quanta (<= 20: "
               f"{'met' if cpu <= TARGET_CPU else 'MISSED'})")  # fmt: skip
@@ -312,7 +317,7 @@ def main() -> int:
 
 HEADER = (
     f"{'N':>5} {'policy':>16} | {'plan p50':>8} {'p99':>6} | {'fan p50':>7} {'p99':>6} |"
-    f" {'plan+fan':>8} | {'ack p50':>7} {'p99':>6} | {'CPU %':>6} | {'q min':>6} |"
+    f" {'plan+fan':>8} {'CPU':>5} | {'ack p50':>7} {'p99':>6} | {'CPU %':>6} | {'q min':>6} |"
     f" {'ctl MiB':>7} {'agents MiB':>10} | {'others ms':>9} | failed"
 )
 
@@ -328,11 +333,13 @@ def label(r: dict[str, Any]) -> str:
 def fmt(r: dict[str, Any]) -> str:
     ms = 1e3
     pf = pct([p + f for p, f in zip(r["plan"], r["fanout"], strict=True)], 99)
+    pfc = pct([p + f for p, f in zip(r["plan"], r["fan_cpu"], strict=True)], 99)
     qmin = next((q for q in QUANTA_CHOICES if q >= max(r["round"])), math.inf)
     return (
         f"{r['n']:>5} {label(r):>16} |"
         f" {pct(r['plan'], 50) * ms:8.2f} {pct(r['plan'], 99) * ms:6.2f} |"
-        f" {pct(r['fanout'], 50) * ms:7.2f} {pct(r['fanout'], 99) * ms:6.2f} | {pf * ms:8.2f} |"
+        f" {pct(r['fanout'], 50) * ms:7.2f} {pct(r['fanout'], 99) * ms:6.2f} |"
+        f" {pf * ms:8.2f} {pfc * ms:5.2f} |"
         f" {pct(r['last_ack'], 50) * ms:7.2f} {pct(r['last_ack'], 99) * ms:6.2f} |"
         f" {statistics.fmean(r['cpu']) / 0.1 * 100:6.1f} | {qmin * ms:6.0f} |"
         f" {r['rss_mib']:7.1f} {r['host_rss_mib']:10.1f} | {r['other_cpu'] * ms:9.1f} |"

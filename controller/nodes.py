@@ -156,6 +156,7 @@ class AgentPool:
         self._last_error: dict[str, str] = {}
         self.on_connect: OnConnect | None = None
         self.last_fanout_s = 0.0  # how long the last quantum's sends took
+        self.last_fanout_cpu_s = 0.0  # and the CPU they cost this thread
 
     # ---- connections -------------------------------------------------------
     def connect_all(self, deadline_s: float = 10.0) -> None:
@@ -251,7 +252,7 @@ class AgentPool:
         the acks are awaited until ``at`` plus the usual timeout. ``start`` is
         the round's start as the agents see it (a relay passes the controller's).
         """
-        t0 = time.time()
+        t0, c0 = time.time(), time.thread_time()
         start = t0 if start is None else start
         sent: dict[str, tuple[AgentClient, int, int]] = {}
         out: dict[str, QuantumResult] = {}
@@ -270,6 +271,7 @@ class AgentPool:
             self._last_sent[node] = self.clock()
         # the fan-out alone: every command written (benchmarks/control_scale.py)
         self.last_fanout_s = time.time() - t0
+        self.last_fanout_cpu_s = time.thread_time() - c0
         for node, (c, seq, sent_ns) in sent.items():
             wait = self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
             try:

@@ -70,6 +70,7 @@ class RelayPool:
         self.on_connect: OnConnect | None = None
         self._hellos: dict[str, dict[str, Any]] = {}
         self.last_fanout_s = 0.0
+        self.last_fanout_cpu_s = 0.0
 
     # ---- connections ----------------------------------------------------------
     def connect_all(self, deadline_s: float = 10.0) -> None:
@@ -104,7 +105,7 @@ class RelayPool:
         self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
     ) -> dict[str, QuantumResult]:
         """Every relay its nodes' commands in one frame, then every relay's acks."""
-        start = time.time()
+        start, c0 = time.time(), time.thread_time()
         by_relay: dict[str, dict[str, dict[str, int]]] = {}
         out: dict[str, QuantumResult] = {}
         for node, jobs in commands.items():
@@ -131,6 +132,7 @@ class RelayPool:
                 continue
             self.up._last_sent[r] = self.up.clock()
         self.last_fanout_s = time.time() - start
+        self.last_fanout_cpu_s = time.thread_time() - c0
         for r, (c, seq) in sent.items():
             # the relay waits up to its own timeout per agent, and ``at`` first
             wait = 2 * self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
