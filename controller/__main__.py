@@ -19,13 +19,14 @@ from common.errors import CoschedError, UsageError
 from common.exits import report
 from common.keys import read_key
 from common.names import cluster_state_path
-from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster
+from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster, relays_from_cluster
 from controller.flags import MAX_LEAD_MS, SCHEME_FLAGS, add_daemon_flags, cdc_policies
 from controller.nodes import NodeInfo
 from controller.operator import MIN_QUANTUM
 from controller.policies.base import PolicyError
 from controller.policies.registry import lookup, make_policy, parse_params
 from controller.quantum import net_env
+from controller.relaypool import RelayInfo
 
 PROG = "controller"
 
@@ -103,6 +104,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         )
     key_file = a.key_file
     job_env: dict[str, str] = {}
+    relays: list[RelayInfo] = []
     if a.agents:
         nodes = parse_agents(a.agents, a.capacity or 1.0)
     else:
@@ -111,6 +113,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
             with open(path) as f:
                 state = json.load(f)
             nodes = nodes_from_cluster(state, a.agent_port)
+            relays = relays_from_cluster(state)
             job_env = net_env(state)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else e
@@ -139,6 +142,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         lead_ms=a.lead_ms,
         operators=frozenset(a.operator),
         job_env=job_env,
+        relays=relays,
     )
 
 

@@ -47,6 +47,7 @@ from controller.metrics import ControllerMetrics
 from controller.nodes import AgentPool, NodeInfo
 from controller.operator import OperatorConfig
 from controller.quantum import Scheduler
+from controller.relaypool import RelayInfo, RelayPool
 from controller.server import Server, user_exists
 
 log = logging.getLogger("controller")
@@ -70,6 +71,7 @@ class DaemonConfig:
     operators: frozenset[str] = field(default_factory=frozenset)
     connect_timeout: float = 15.0
     job_env: dict[str, str] = field(default_factory=dict)  # quantum.net_env of the cluster
+    relays: list[RelayInfo] = field(default_factory=list)  # controller/relay.py; [] = direct
 
 
 def _cpu_count(cpus: str) -> int:
@@ -116,6 +118,15 @@ def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[No
     return out
 
 
+def relays_from_cluster(state: dict[str, Any]) -> list[RelayInfo]:
+    """The relays an emulated cluster's state lists (testbed/cluster/emulated.py); [] if none."""
+    em = state.get("emulated") or {}
+    return [
+        RelayInfo(str(r["name"]), (str(r["ctl_ip"]), int(r["port"])), tuple(map(str, r["nodes"])))
+        for r in em.get("relays") or []
+    ]
+
+
 def _set_realtime(prio: int) -> None:
     set_realtime(prio, "quantum boundaries may slip under load")
 
@@ -123,7 +134,11 @@ def _set_realtime(prio: int) -> None:
 class Daemon:
     def __init__(self, cfg: DaemonConfig) -> None:
         self.cfg = cfg
-        self.pool = AgentPool(cfg.nodes, cfg.key)
+        self.pool: AgentPool | RelayPool = (
+            RelayPool(cfg.nodes, cfg.relays, cfg.key)
+            if cfg.relays
+            else AgentPool(cfg.nodes, cfg.key)
+        )
         self.sched = Scheduler(
             cfg.policy,
             cfg.params,
@@ -181,6 +196,7 @@ class Daemon:
             "timed_quanta": c.timed_quanta,
             "late_plans": c.late_plans,
             "missed_boundaries": c.missed_boundaries,
+            "failed_commands": c.failed_commands,
             **self.sched.switch_percentiles(),
             "failsafe": "agents thaw all jobs after their fail-safe timeout without us",
             "checkpoint": self.last_checkpoint,

@@ -34,6 +34,7 @@ from typing import Any
 #: character per node.
 WIDE_LIMIT = 100
 FREE = "."
+RUNS_OVER = 160  # nodes: above this the matrix lists runs of nodes, not a column each
 _LETTERS = string.ascii_lowercase + string.ascii_uppercase + string.digits
 _OVERFLOW = "#"  # more jobs than letters: they share this label
 _CLASS_ORDER = {"interactive": 0, "production": 1, "standby": 2, "benchmark": 3}
@@ -84,6 +85,19 @@ def _grid(
     num_w = max(1, len(str(max(len(rows) - 1, 0))))
     lead = " " * (num_w + 3)
     lines = []
+    if len(names) > RUNS_OVER:
+        # A character per node no longer fits a terminal: list runs of equal cells.
+        lines.append(f"{lead}runs of nodes: FIRST-LAST:JOB ({FREE} = free)")
+        for r, row in enumerate(rows):
+            runcells = [FREE if j is None else labels[j] for j in row]
+            runs, start = [], 0
+            for i in range(1, len(runcells) + 1):
+                if i == len(runcells) or runcells[i] != runcells[start]:
+                    span = names[start] if i - 1 == start else f"{names[start]}-{names[i - 1]}"
+                    runs.append(f"{span}:{runcells[start]}")
+                    start = i
+            lines.append(f"{marks[r]}{str(r).rjust(num_w)}  {' '.join(runs)}")
+        return lines
     if wide:
         cell = max([1, *(len(n) for n in names), *(len(v) for v in labels.values())])
         lines.append((lead + " ".join(n.ljust(cell) for n in names)).rstrip())

@@ -410,6 +410,8 @@ def teardown(st: ClusterState, env: Env) -> list[str]:
 
     if st.key_file:
         attempt("key file", _unlink, st.key_file)
+    if st.emulated:
+        attempt("emulated nodes file", _unlink, st.emulated.get("nodes_file"))
     if not problems:
         attempt("state file", state_mod.remove, env.sdir())
     return problems
@@ -439,6 +441,10 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
     st = state_mod.load(env.sdir())
     if st is None:
         return None
+    if st.emulated is not None:
+        from testbed.cluster import emulated
+
+        return emulated.status(st)
     present = set(env.net.list_netns())
     cpu_plan = cpu_mod.CpuPlan.from_dict(st.cpu) if st.cpu else None
     cg = env.cgroups(layout=Layout.from_dict(st.cgroup_layout)) if st.cgroup_layout else None
@@ -498,6 +504,10 @@ def _rt(value: object) -> str:
 
 
 def format_status(report: dict[str, Any]) -> str:
+    if report.get("emulated"):
+        from testbed.cluster import emulated
+
+        return emulated.format_status(report)
     p = LinkProfile.from_dict(report["profile"])
     lines = [
         f"cluster: {report['status']}  (state {report['state_file']})",

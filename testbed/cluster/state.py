@@ -66,6 +66,8 @@ class ClusterState:
     cgroup_layout: dict[str, Any] = field(default_factory=dict)
     agents: list[AgentRecord] = field(default_factory=list)
     key_file: str | None = None
+    # An emulated cluster (testbed/cluster/emulated.py): node count, base port, relays.
+    emulated: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

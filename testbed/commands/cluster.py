@@ -59,11 +59,31 @@ def add_commands(subparsers: Any) -> None:
         "  sudo cosched cluster up --nodes 2 --cpus-per-node 0.5 --cpu-mechanism shared\n"
         "  sudo cosched cluster up --nodes 2 --no-agents     # network and cgroups only\n"
         "  sudo cosched cluster up --nodes 2 --cgroup v2      # cgroup2 alone on a hybrid host\n"
+        "  sudo cosched cluster up --emulated-nodes 1024      # 1,024 emulated agents, 32 relays\n"
         "  sudo systemd-run --scope -p Delegate=yes cosched cluster up --nodes 4"
         "   # cgroup-v2 host with systemd",
     )
+    size = up.add_mutually_exclusive_group(required=True)
+    size.add_argument("--nodes", "-n", type=int, help=f"number of nodes, 1..{MAX_NODES}")
+    size.add_argument(
+        "--emulated-nodes",
+        type=int,
+        metavar="N",
+        help="instead: N emulated agents in one process on 127.0.0.1 (no namespaces, no job "
+        "processes; for trying a scheduler at scale, docs/scale.md)",
+    )
     up.add_argument(
-        "--nodes", "-n", type=int, required=True, help=f"number of nodes, 1..{MAX_NODES}"
+        "--relays",
+        default="auto",
+        metavar="R",
+        help="with --emulated-nodes: relays between the controller and the agents "
+        "(controller/relay.py): auto (about sqrt(N) from 64 nodes), 0 or a number",
+    )
+    up.add_argument(
+        "--base-port",
+        type=int,
+        default=17000,
+        help="with --emulated-nodes: first agent port (default %(default)s)",
     )
     up.add_argument("--link", default=DEFAULT_PROFILE, metavar="PROFILE", help=_PROFILE_HELP)
     up.add_argument(
@@ -166,6 +186,16 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    if args.emulated_nodes is not None:
+        from testbed.cluster import emulated
+
+        est = emulated.up(args.emulated_nodes, args.relays, args.base_port)
+        relays = (est.emulated or {}).get("relays", [])
+        print(
+            f"cluster up: {len(est.nodes)} emulated node(s) on 127.0.0.1:{args.base_port}.., "
+            f"{len(relays)} relay(s); `cosched controller start` drives them"
+        )
+        return 0
     try:
         profile = parse_profile(args.link)
         addrs = AddressPlan.build(args.data_subnet, args.control_subnet, args.host_ip)

@@ -37,7 +37,7 @@ class Tree:
     """N emulated agents in one process behind R relay processes."""
 
     def __init__(self, tmp: Path, failsafe: float) -> None:
-        self.port = 20000 + secrets.randbelow(1000) * 40
+        self.port = 20000 + secrets.randbelow(300) * 40  # below the ephemeral range (32768-)
         self.key = secrets.token_hex(32).encode()
         self.kf = tmp / "key"
         self.kf.write_bytes(self.key)

@@ -73,6 +73,24 @@ def test_128_nodes_fit_on_a_terminal() -> None:
     assert max(len(x) for x in lines) == 132
 
 
+def test_1024_nodes_list_runs_of_nodes_per_row() -> None:
+    n = 1024
+    out = render_matrix(
+        {
+            "policy": "gang",
+            "nodes": [f"n{i}" for i in range(n)],
+            "slots": [[1] * n, [2] * 512 + [3] * 512, [None] * 1000 + [4] * 24],
+            "jobs": {"1": {"size": n}, "2": {"size": 512}, "3": {"size": 512}, "4": {"size": 24}},
+            "running": {"slot": 1},
+        }
+    )
+    lines = out.splitlines()
+    assert max(len(x) for x in lines) < 100
+    assert " 0  n0-n1023:a" in lines
+    assert ">1  n0-n511:b n512-n1023:c" in lines
+    assert " 2  n0-n999:. n1000-n1023:d" in lines
+
+
 def test_empty_matrix_says_so() -> None:
     result = {"policy": "gang", "quantum": 1, "nodes": ["n0"], "slots": [], "running": None}
     assert render_matrix(result) == "gang  quantum 1 s  1 node  0 slots\n(no jobs in the matrix)\n"
