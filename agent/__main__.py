@@ -21,7 +21,7 @@ from common.addr import parse_addr as _parse_addr
 from common.errors import CoschedError
 from common.exits import report
 from common.keys import read_key
-from common.names import METRICS_PORT
+from common.names import JOB_OUTPUT_DIR, METRICS_PORT
 
 __all__ = ["build_parser", "main", "parse_addr", "read_key"]
 
@@ -49,7 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--key-file", required=True, help="shared HMAC key (>= 16 bytes, mode 0600)")
     p.add_argument("--cgroup-parent", default=None, help="parent cgroup (default cosched/<node>)")
-    p.add_argument("--run-dir", default=None, help="job output dir (default /tmp/cosched/<node>)")
+    p.add_argument(
+        "--run-dir",
+        default=None,
+        help=f"job output dir (default {JOB_OUTPUT_DIR}/<node>; root-owned, not"
+        " world-writable: docs/security.md)",
+    )
     p.add_argument("--failsafe-timeout", type=float, default=2.0, help="seconds (default 2)")
     p.add_argument("--backend", choices=["auto", "v1", "v2"], default="auto")
     p.add_argument("--cgroup-root", default=None, help="override the cgroup mount root")
@@ -93,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         key=read_key(args.key_file),
         # "" = cosched/<node> below the host's base (a systemd-delegated unit on v2)
         cgroup_parent=args.cgroup_parent or "",
-        run_dir=Path(args.run_dir or f"/tmp/cosched/{args.node}"),
+        run_dir=Path(args.run_dir or f"{JOB_OUTPUT_DIR}/{args.node}"),
         metrics=args.metrics,
         failsafe_timeout=args.failsafe_timeout,
         backend=None if args.backend == "auto" else args.backend,

@@ -174,6 +174,7 @@ class AgentClient:
         start_frozen: bool = True,
         cwd: str | None = None,
         size: int | None = None,
+        user: str | None = None,
     ) -> dict[str, Any]:
         data: dict[str, Any] = {
             "node": node,
@@ -188,6 +189,8 @@ class AgentClient:
             data["cwd"] = cwd
         if size is not None:
             data["size"] = size
+        if user is not None:
+            data["user"] = user  # who the ranks run as (agent/runas.py)
         return self.request(wire.LAUNCH, data).data
 
     def quantum_message(

@@ -33,6 +33,7 @@ from agent.local import LocalScheduler
 from agent.metrics import AgentMetrics, Snapshot
 from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
 from agent.realtime import set_realtime
+from agent.runas import RunAsError, ensure_root, job_env, output_dir, resolve
 from agent.server import AgentConn, AgentServer
 from common.cgroups import (
     DEFAULT_WEIGHT,
@@ -44,8 +45,12 @@ from common.cgroups import (
 )
 from common.cgroups import Cgroups as CgroupDriver
 from common.cgroups.driver import PreparedThaw
+from common.errors import UsageError
 
 log = logging.getLogger("agent")
+
+KEEP_ENDED = 256  # ended jobs an agent remembers at most
+KEEP_ENDED_S = 600.0  # and for how long
 
 # Exits of our own children wake the loop via SIGCHLD (see run()); this
 # interval only bounds how late a reattached job's end (not our child, no
@@ -130,7 +135,12 @@ class Agent:
 
     # ---- lifecycle --------------------------------------------------------
     def start(self) -> None:
-        self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.cfg.run_dir = ensure_root(self.cfg.run_dir)  # refuses a plantable directory
+        except (RunAsError, OSError) as e:
+            raise UsageError(
+                f"--run-dir {self.cfg.run_dir}: {e}", fix="give a root-owned directory"
+            ) from None
         prepare_base(self.driver)  # a delegated unit's processes go to a leaf
         self.driver.ensure_parent(self.parent, ())
         if os.getpid() in self.driver.pids(self.parent):
@@ -330,6 +340,8 @@ class Agent:
             job.ended = True
             job.exit_code = code
             job.end_reason = reason
+            job.ended_at = time.monotonic()
+            self._prune_ended()
         try:
             self.driver.remove(job.cgroup)
         except (CgroupError, OSError):
@@ -345,6 +357,17 @@ class Agent:
                 "reason": reason,
             }
         )
+
+    def _prune_ended(self) -> None:
+        """Forget ended jobs past KEEP_ENDED_S, and all but the last KEEP_ENDED (issue 13:
+        the table grew by every job ever run). Kept that long so a restarted controller can
+        still read how a job ended (its reconcile); called with the lock held."""
+        ended = sorted((j.ended_at, jid) for jid, j in self.jobs.items() if j.ended)
+        cutoff = time.monotonic() - KEEP_ENDED_S
+        drop = len(ended) - KEEP_ENDED
+        for i, (at, jid) in enumerate(ended):
+            if i < drop or at < cutoff:
+                del self.jobs[jid]
 
     def _emit(self, event: dict[str, Any]) -> None:
         self.server.send_event(event)  # or kept for the next controller session
@@ -374,16 +397,23 @@ class Agent:
         cg = job_cgroup(self.parent, jid)
         if self.driver.exists(cg):
             raise Refused("job_exists", f"cgroup {cg} still exists")
-        base_env = dict(os.environ) if d.get("inherit_env", True) else {}
-        base_env.update(env_extra)
+        # Least privilege (agent/runas.py): the submitter's user, a clean environment,
+        # output in a directory no one else can plant links in.
+        try:
+            user = resolve(d.get("user"))
+            out_dir = output_dir(self.cfg.run_dir, jid)
+        except (RunAsError, OSError) as e:
+            raise Refused("launch_failed", f"launch of {jid}: {e}") from None
+        base_env, dropped = job_env(user, env_extra)
+        if dropped:
+            log.warning("job %s: dropped %s from its environment", jid, ", ".join(dropped))
         base_env.update(self.local.job_env())
         base_env.update(
             COSCHED_JOB_ID=jid,
             COSCHED_NODE=self.cfg.node,
             COSCHED_NRANKS=str(d.get("size", len(ranks))),
         )
-        out_dir = self.cfg.run_dir / f"job-{jid}"
-        job = Job(jid, cg, weight=weight, frozen=frozen, run_dir=out_dir)
+        job = Job(jid, cg, weight=weight, frozen=frozen, run_dir=out_dir, user=user.name)
         with contextlib.suppress(ValueError):
             # The library holds messages this long (userspace delay): the NIC view waits as long.
             job.net_delay_s = float(env_extra.get("COSCHED_NET_DELAY_US", "0")) / 1e6
@@ -394,7 +424,9 @@ class Agent:
                 self.driver.freeze(cg)  # an empty group freezes at once; ranks join frozen
             for rank in ranks:
                 env = dict(base_env, COSCHED_RANK=str(rank))
-                proc = spawn_rank(self.driver, cg, d["argv"], env, out_dir, rank, d.get("cwd"))
+                proc = spawn_rank(
+                    self.driver, cg, d["argv"], env, out_dir, rank, d.get("cwd"), user
+                )
                 job.ranks[rank] = proc
                 job.pids[rank] = proc.pid
         except (OSError, CgroupError, JobError, ValueError) as e:
@@ -410,8 +442,9 @@ class Agent:
         with self.lock:
             self.jobs[jid] = job
         log.info(
-            "launched job %s ranks %s pids %s frozen=%s",
+            "launched job %s as %s ranks %s pids %s frozen=%s",
             jid,
+            user.name,
             ranks,
             list(job.pids.values()),
             frozen,

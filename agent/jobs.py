@@ -22,7 +22,9 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from agent.runas import RunAs, open_output, resolve
 from common.cgroups import DEFAULT_WEIGHT, CgroupError
 from common.cgroups import Cgroups as CgroupDriver
 
@@ -53,6 +55,8 @@ class Job:
     final_usage_ns: int | None = None
     run_dir: Path | None = None
     net_delay_s: float = 0.0  # userspace link delay the library applies (NIC view waits too)
+    ended_at: float = 0.0  # monotonic; the agent forgets ended jobs after a while
+    user: str = ""  # who the ranks run as (agent/runas.py); "" = unknown (reattached)
 
     def summary(self) -> dict[str, object]:
         return {
@@ -63,6 +67,7 @@ class Job:
             "exit_codes": {str(r): c for r, c in self.exit_codes.items()},
             "weight": self.weight,
             "reattached": self.reattached,
+            "user": self.user,
         }
 
 
@@ -84,29 +89,43 @@ def spawn_rank(
     out_dir: Path,
     rank: int,
     cwd: str | None = None,
+    user: RunAs | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start one rank gated on a pipe, place it in the cgroup, then release it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Start one rank gated on a pipe, place it in the cgroup, then release it.
+
+    ``out_dir`` comes from :func:`agent.runas.output_dir`; the rank's output files are
+    opened without following links and belong to ``user``, whose uid, gid and groups
+    the rank runs with (None: the agent's own user; agent/runas.py).
+    """
+    ids: dict[str, Any] = {}
+    if user is not None and not user.is_self:
+        ids = {"user": user.uid, "group": user.gid, "extra_groups": list(user.groups)}
+    owner = user or resolve(None)
     r, w = os.pipe()
+    fds: list[int] = []
     try:
-        with (
-            open(out_dir / f"rank-{rank}.out", "ab") as out,
-            open(out_dir / f"rank-{rank}.err", "ab") as err,
-        ):
-            proc = subprocess.Popen(
-                ["/bin/sh", "-c", _GATE, argv[0], *argv],
-                stdin=r,
-                stdout=out,
-                stderr=err,
-                env=env,
-                cwd=cwd,
-                start_new_session=True,  # a Ctrl-C to the agent must not hit the jobs
-            )
+        fds.append(open_output(out_dir / f"rank-{rank}.out", owner))
+        fds.append(open_output(out_dir / f"rank-{rank}.err", owner))
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", _GATE, argv[0], *argv],
+            stdin=r,
+            stdout=fds[0],
+            stderr=fds[1],
+            env=env,
+            cwd=cwd,
+            start_new_session=True,  # a Ctrl-C to the agent must not hit the jobs
+            umask=0o022,
+            **ids,
+        )
     except BaseException:
+        for fd in fds:
+            os.close(fd)
         os.close(r)
         os.close(w)
         raise
     os.close(r)
+    for fd in fds:
+        os.close(fd)
     try:
         driver.add_pid(cgroup, proc.pid)
         _lower_policy(proc.pid)

@@ -27,6 +27,9 @@ CONTROLLER_SOCKET = "controller.sock"
 CONTROLLER_LOG = "controller.log"
 CLUSTER_STATE_FILE = "cluster.json"
 CLUSTER_KEY_FILE = "cluster.key"
+#: Where agents put their jobs' output (``<dir>/<node>/job-<id>/rank-<r>.{out,err}``):
+#: root-owned, outside any world-writable directory (docs/security.md).
+JOB_OUTPUT_DIR = "/var/lib/cosched/jobs"
 
 
 def run_dir() -> str:

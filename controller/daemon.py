@@ -72,6 +72,7 @@ class DaemonConfig:
     connect_timeout: float = 15.0
     job_env: dict[str, str] = field(default_factory=dict)  # quantum.net_env of the cluster
     relays: list[RelayInfo] = field(default_factory=list)  # controller/relay.py; [] = direct
+    user_keys: dict[str, bytes] | None = None  # --user-keys: TCP clients as users
 
 
 def _cpu_count(cpus: str) -> int:
@@ -173,7 +174,9 @@ class Daemon:
 
     def request_shutdown(self, checkpoint: bool) -> str | None:
         # Requests are served between quanta: the current quantum is complete.
-        path = self.write_checkpoint() if checkpoint else None
+        # No --checkpoint: stop all the same (only a signal stopped it before); the
+        # reply says no checkpoint was written.
+        path = self.write_checkpoint() if checkpoint and self.cfg.checkpoint else None
         self.stopping = True
         log.info("shutdown requested (checkpoint %s)", path)
         return path
@@ -241,6 +244,7 @@ class Daemon:
                 unix_path=sock,
                 tcp=self.cfg.listen_tcp,
                 key=self.cfg.key,
+                user_keys=self.cfg.user_keys,
             )
         except OSError as e:
             where = f"{sock} or tcp {self.cfg.listen_tcp}" if self.cfg.listen_tcp else sock

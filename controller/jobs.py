@@ -118,6 +118,12 @@ def parse_spec(raw: object, nodes: int) -> JobSpec:
         raise SpecError('spec.env: want an object of NAME: "string value" pairs')
     if any(k.startswith("COSCHED_") for k in env):
         raise SpecError("spec.env: COSCHED_* variables are set by the controller; remove them")
+    loader = sorted(k for k in env if k.startswith("LD_"))
+    if loader:
+        raise SpecError(
+            f"spec.env: {', '.join(loader)}: the dynamic loader's variables are not passed to"
+            " jobs (docs/security.md); set them inside the job's command instead"
+        )
     cwd = raw.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
         raise SpecError(f"spec.cwd: want an absolute path, got {cwd!r}")

@@ -93,6 +93,7 @@ class Pool(Protocol):
         env: dict[str, str],
         start_frozen: bool,
         cwd: str | None,
+        user: str | None = None,
     ) -> dict[str, Any]: ...
 
     def kill(self, node: str, job_id: str) -> dict[str, Any]: ...
@@ -117,8 +118,9 @@ def launch_data(
     env: dict[str, str],
     start_frozen: bool,
     cwd: str | None,
+    user: str | None = None,
 ) -> dict[str, Any]:
-    """The launch request's data (agent/wire.py SCHEMAS)."""
+    """The launch request's data (agent/wire.py SCHEMAS); ``user``: who the ranks run as."""
     data: dict[str, Any] = {
         "node": node,
         "job_id": job_id,
@@ -130,6 +132,8 @@ def launch_data(
     }
     if cwd is not None:
         data["cwd"] = cwd
+    if user is not None:
+        data["user"] = user
     return data
 
 
@@ -312,8 +316,9 @@ class AgentPool:
         env: dict[str, str],
         start_frozen: bool,
         cwd: str | None,
+        user: str | None = None,
     ) -> dict[str, Any]:
-        data = launch_data(node, job_id, argv, rank, size, env, start_frozen, cwd)
+        data = launch_data(node, job_id, argv, rank, size, env, start_frozen, cwd, user)
         return self._request(node, wire.LAUNCH, data)
 
     def kill(self, node: str, job_id: str) -> dict[str, Any]:

@@ -179,8 +179,9 @@ class RelayPool:
         env: dict[str, str],
         start_frozen: bool,
         cwd: str | None,
+        user: str | None = None,
     ) -> dict[str, Any]:
-        data = launch_data(node, job_id, argv, rank, size, env, start_frozen, cwd)
+        data = launch_data(node, job_id, argv, rank, size, env, start_frozen, cwd, user)
         return self.request(node, wire.LAUNCH, data)
 
     def kill(self, node: str, job_id: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import urllib.request
 import psutil
 
 from common.names import AGENT_PORT, METRICS_PORT
+from common.private import append_private
 
 from .netns import NetnsEnterer
 from .state import AgentRecord
@@ -82,7 +83,7 @@ def start_agent(
     """Start ``cmd`` in ``netns`` and the given cgroups; fail if it dies at once."""
     enter = NetnsEnterer(netns, [(p, "") for p in cgroup_procs])
     try:
-        with open(log_path, "ab") as log:
+        with append_private(log_path) as log:
             proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,

@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 
 from agent.emulated import EmulationError, capacity
+from common.private import append_private
 from testbed.cluster import agents as agent_mod
 from testbed.cluster import state as state_mod
 from testbed.cluster.cluster import Env, describe_existing, teardown
@@ -139,7 +140,7 @@ def _banner(log: str, text: str) -> Any:
 
 
 def _start(name: str, argv: list[str], log: str, ready: Any) -> AgentRecord:
-    with open(log, "ab") as f:
+    with append_private(log) as f:
         proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=f,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 close_fds=True)  # fmt: skip

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from common.names import CONTROLLER_LOG, CONTROLLER_PORT, RUN_DIR_ENV, controller_socket
+from common.private import append_private
 from controller.client import ControllerClient, ControllerError
 from controller.flags import add_daemon_flags, daemon_argv
 
@@ -97,7 +98,15 @@ def cmd_stop(args: argparse.Namespace) -> int:
     """Shut the controller down (after a checkpoint)."""
     result = call(args, "shutdown", checkpoint=args.checkpoint)
     path = result.get("path") if isinstance(result, dict) else None
-    print("controller stopping" + (f"; checkpoint at {path}" if path else ""))
+    if path:
+        print(f"controller stopping; checkpoint at {path}")
+    elif args.checkpoint:
+        print(
+            "controller stopping; no checkpoint (it was started without --checkpoint): its"
+            " jobs keep running unscheduled until killed (`cosched clean` stops them)"
+        )
+    else:
+        print("controller stopping")
     return 0
 
 
@@ -124,7 +133,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     log_path = args.log or os.path.join(args.run_dir, CONTROLLER_LOG)
     try:
         os.makedirs(args.run_dir, exist_ok=True)
-        log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
+        log = append_private(log_path)  # handed to the child, closed below; 0600
     except OSError as exc:
         raise CliError(
             f"cannot prepare {args.run_dir}: {exc.strerror}", fix="run as root, or give --run-dir"

@@ -88,12 +88,14 @@ class FakePool:
         env: dict[str, str],
         start_frozen: bool,
         cwd: str | None,
+        user: str | None = None,
     ) -> dict[str, Any]:
         if self.fail_launch_on == node:
             raise ConnectionError(f"agent {node} is not connected")
         self.launched.append(
-            {"node": node, "job_id": job_id, "rank": rank, "env": env, "start_frozen": start_frozen}
-        )
+            {"node": node, "job_id": job_id, "rank": rank, "env": env,
+             "start_frozen": start_frozen, "user": user}
+        )  # fmt: skip
         self.live[node].add(job_id)
         return {
             "job_id": job_id,

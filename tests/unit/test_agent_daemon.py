@@ -294,3 +294,21 @@ def test_event_without_a_session_reaches_the_next_one(
             c.poll(0.1)
         assert [e.data["job_id"] for e in c.events] == ["j9"]
     assert not agent.server.backlog
+
+
+def test_ended_jobs_are_forgotten_after_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.daemon as daemon
+
+    monkeypatch.setattr(daemon, "KEEP_ENDED", 3)
+    agent, _ = make_agent(tmp_path)
+    for i in range(5):
+        job = add_fake_job(agent, f"e{i}")
+        agent._end(job, 0, "exited")
+    assert sorted(agent.jobs) == ["e2", "e3", "e4"]  # the last KEEP_ENDED, newest kept
+    live = add_fake_job(agent, "live")
+    monkeypatch.setattr(daemon, "KEEP_ENDED_S", -1.0)  # every ended job is past it
+    agent._end(add_fake_job(agent, "e5"), 0, "exited")
+    assert sorted(agent.jobs) == ["live"]
+    assert not live.ended and "live" in agent.jobs  # a running job is never pruned

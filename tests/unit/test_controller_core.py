@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from controller import classes
@@ -49,6 +51,7 @@ BUSY = {"size": 2, "argv": ["python3", "-c", "pass"]}
         ({"size": 1, "argv": ["x"], "class": "vip"}, "unknown class 'vip'"),
         ({"size": 1, "argv": ["x"], "bogus": 1}, "unknown field(s) bogus"),
         ({"size": 1, "argv": ["x"], "env": {"COSCHED_JOB": "1"}}, "COSCHED_"),
+        ({"size": 1, "argv": ["x"], "env": {"LD_PRELOAD": "/tmp/x.so"}}, "LD_PRELOAD: the dynamic"),
         ({"size": 1, "argv": ["x"], "estimate": -1}, "spec.estimate"),
         ({"size": 1, "argv": ["x"], "cwd": "rel"}, "absolute path"),
         ({"size": 1, "argv": ["x"], "exclusive": "yes"}, "spec.exclusive"),
@@ -85,6 +88,8 @@ def test_strict_gang_lifecycle_and_env() -> None:
     assert {e["COSCHED_RANK0_ADDR"] for e in env} == {"10.0.0.1"}
     assert {e["COSCHED_SIZE"] for e in env} == {"2"}
     assert env[0]["COSCHED_PORT"] == str(20000 + a)
+    # every rank runs as its submitter (agent/runas.py)
+    assert {(x["job_id"], x["user"]) for x in pool.launched} == {(str(a), "alice"), (str(b), "bob")}
     assert s.jobs[a].cpu_ns > 0 and s.jobs[b].cpu_ns > 0
     pool.exit(a, 0)
     step(s, clock)
@@ -293,3 +298,33 @@ def test_node_capacity_from_each_cluster_cpu_mechanism() -> None:
     assert [n.capacity for n in nodes_from_cluster(state(cfs))] == [0.25, 0.25]
     cpuset = {"mechanism": "cpuset", "per_node": [{"cpus": "0-1"}, {"cpus": "2-3"}]}
     assert [n.capacity for n in nodes_from_cluster(state(cpuset))] == [2.0, 2.0]
+
+
+def test_a_node_that_keeps_failing_is_logged_once_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from controller.nodes import QuantumResult
+    from controller.quantum import WARN_EVERY_S
+
+    s, pool, clock = make()
+    s.submit(BUSY, "alice")
+    inner = pool.quantum
+    down = {"on": True}
+
+    def flaky(q: int, commands: Any, at: float | None = None) -> Any:
+        out = inner(q, commands, at)
+        if down["on"]:
+            out["n1"] = QuantumResult("n1", None, "agent n1 is not connected")
+        return out
+
+    pool.quantum = flaky  # type: ignore[method-assign]
+    quanta = int(WARN_EVERY_S / 0.1 * 2.5)  # two and a half report intervals
+    with caplog.at_level("INFO", logger="controller.quantum"):
+        step(s, clock, quanta)
+        down["on"] = False
+        step(s, clock, 2)
+    assert s.counters.failed_commands == quanta  # every failure still counted
+    warned = [r for r in caplog.records if "on n1: agent n1 is not connected" in r.getMessage()]
+    assert len(warned) == 3, [r.getMessage() for r in warned]  # at 0, 30 and 60 s
+    assert "failed quanta so far" in warned[1].getMessage()
+    assert any(f"n1 answers again after {quanta} failed" in r.getMessage() for r in caplog.records)
