@@ -26,6 +26,7 @@ import json
 import math
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,10 +195,19 @@ class FrameDecoder:
     connection after replying with the error.
     """
 
-    def __init__(self, key: bytes, max_body: int = MAX_BODY) -> None:
+    def __init__(
+        self,
+        key: bytes,
+        max_body: int = MAX_BODY,
+        key_for: Callable[[str], bytes | None] | None = None,
+    ) -> None:
         self._key = key
         self._max = max_body
         self._buf = bytearray()
+        # A server with several credentials (controller/server.py: per-user keys) picks
+        # the key by the first frame's sender, then pins it for the stream.
+        self._key_for = key_for
+        self.key_used: bytes = key if key_for is None else b""
 
     def feed(self, data: bytes) -> list[Message]:
         self._buf += data
@@ -218,7 +228,18 @@ class FrameDecoder:
             body = bytes(self._buf[HEADER_SIZE : HEADER_SIZE + length])
             mac = bytes(self._buf[HEADER_SIZE + length : total])
             del self._buf[:total]
-            if not hmac.compare_digest(mac, _mac(self._key, header, body)):
+            if not self.key_used:
+                assert self._key_for is not None
+                sender = _parse_body(body).sender  # bounded by max_body; trusted after the MAC
+                key = self._key_for(sender)
+                if key is None:
+                    raise BadMac(f"no credential for sender {sender!r}")
+                if not hmac.compare_digest(mac, _mac(key, header, body)):
+                    raise BadMac("HMAC mismatch (wrong key or tampered frame)")
+                self.key_used = key
+                out.append(_parse_body(body))
+                continue
+            if not hmac.compare_digest(mac, _mac(self.key_used, header, body)):
                 raise BadMac("HMAC mismatch (wrong key or tampered frame)")
             out.append(_parse_body(body))
         return out

@@ -80,3 +80,39 @@ def write_key(path: str, nbytes: int = 32) -> str:
     finally:
         os.close(fd)
     return path
+
+
+def read_user_keys(directory: str, cluster_key: bytes | None = None) -> dict[str, bytes]:
+    """``NAME.key`` files of ``directory`` as {NAME: key} (controller ``--user-keys``).
+
+    Each file passes :func:`read_key`'s checks; the directory must be a real directory
+    others cannot write; a user key equal to the cluster key is refused (the cluster
+    key is the agents' credential, docs/security.md).
+    """
+    try:
+        info = os.lstat(directory)
+    except OSError as err:
+        raise KeyFileError(
+            f"--user-keys {directory}: {err.strerror}", fix="give a directory of NAME.key files"
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise KeyFileError(f"--user-keys {directory} is not a directory (a link?)",
+                           fix="give the directory itself")  # fmt: skip
+    if stat.S_IMODE(info.st_mode) & 0o022:
+        raise KeyFileError(f"--user-keys {directory} is writable by others",
+                           fix=f"chmod go-w {directory}")  # fmt: skip
+    keys: dict[str, bytes] = {}
+    for entry in sorted(os.listdir(directory)):
+        if not entry.endswith(".key"):
+            continue
+        name = entry[: -len(".key")]
+        path = os.path.join(directory, entry)
+        key = read_key(path)
+        if cluster_key is not None and key == cluster_key:
+            raise KeyFileError(f"{path} is the cluster key",
+                               fix="give each user a key of their own")  # fmt: skip
+        keys[name] = key
+    if not keys:
+        raise KeyFileError(f"--user-keys {directory} holds no NAME.key file",
+                           fix="write one per user, e.g. `cosched` docs/security.md")  # fmt: skip
+    return keys

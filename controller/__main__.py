@@ -17,7 +17,7 @@ import sys
 from common.addr import parse_addr
 from common.errors import CoschedError, UsageError
 from common.exits import report
-from common.keys import read_key
+from common.keys import read_key, read_user_keys
 from common.names import cluster_state_path
 from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster, relays_from_cluster
 from controller.flags import MAX_LEAD_MS, SCHEME_FLAGS, add_daemon_flags, cdc_policies
@@ -126,11 +126,15 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         key_file = key_file or state.get("key_file")
     if not key_file:
         raise ConfigError("no cluster key", fix="give --key-file")
+    key = read_key(key_file)
+    user_keys = read_user_keys(a.user_keys, key) if a.user_keys else None
+    if user_keys is not None and not a.listen_tcp:
+        raise ConfigError("--user-keys without --listen-tcp", fix="add --listen-tcp HOST:PORT")
     return DaemonConfig(
         policy=a.policy,
         params=params,
         nodes=nodes,
-        key=read_key(key_file),
+        key=key,
         quantum=a.quantum,
         run_dir=a.run_dir,
         listen_tcp=a.listen_tcp,
@@ -143,6 +147,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         operators=frozenset(a.operator),
         job_env=job_env,
         relays=relays,
+        user_keys=user_keys,
     )
 
 

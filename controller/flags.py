@@ -189,6 +189,16 @@ def _flags() -> tuple[Flag, ...]:
             format_addr,
         ),
         Flag(
+            "--user-keys",
+            {
+                "default": None,
+                "metavar": "DIR",
+                "help": "TCP clients authenticate as a user: DIR/NAME.key (0600) is NAME's key,"
+                " the client is NAME whatever it claims, and the cluster key is refused on TCP"
+                " (docs/security.md)",
+            },
+        ),
+        Flag(
             "--metrics",
             {
                 "type": addr_arg(),

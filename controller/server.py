@@ -85,10 +85,12 @@ class Server:
         unix_path: str | None,
         tcp: tuple[str, int] | None,
         key: bytes | None,
+        user_keys: dict[str, bytes] | None = None,
     ) -> None:
         self.sel = sel
         self.handler = handler
         self.key = key
+        self.user_keys = user_keys
         self.unix_path = unix_path
         self.listeners: list[socket.socket] = []
         self.conns: dict[int, _Conn] = {}
@@ -154,10 +156,23 @@ class Server:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(self.sel, sock, kind, f"{addr[0]}:{addr[1]}", self._forget)
             assert self.key is not None
-            conn.decoder = wire.FrameDecoder(self.key)
+            conn.decoder = wire.FrameDecoder(self.key, key_for=self._key_for)
             conn.session = wire.Session(self.key, "controller")
         self.conns[conn.fd] = conn
         conn.register(("conn", conn))
+
+    def _key_for(self, sender: str) -> bytes | None:
+        """The key a TCP client's frames must carry (docs/security.md).
+
+        With per-user keys (``--user-keys``) a client ``client:NAME`` must sign with
+        NAME's key and is NAME; the cluster key is then not accepted at all (it is the
+        agents' credential, not a user's). Without them, the cluster key, and the client
+        names its user (a key holder is root on every node anyway).
+        """
+        if self.user_keys is None:
+            return self.key
+        name = sender.removeprefix("client:")
+        return self.user_keys.get(name) if sender.startswith("client:") else None
 
     def _forget(self, conn: Connection) -> None:
         self.conns.pop(conn.fd, None)
@@ -219,6 +234,10 @@ class Server:
                 self._refuse(conn, e, msg.seq)
                 return
             if not conn.established:
+                if self.user_keys is not None:
+                    # the server, not the client, decides the user: the key's owner
+                    conn.user = msg.sender.removeprefix("client:")
+                    conn.session.key = conn.decoder.key_used
                 conn.session.conn = secrets.token_hex(16)
                 conn.established = True
                 _, frame = conn.session.make(
@@ -228,7 +247,7 @@ class Server:
                 )
                 conn.write(frame)
                 continue
-            user = msg.data.get("user")
+            user = conn.user or msg.data.get("user")  # a per-user key's owner wins
             if not isinstance(user, str) or not user:
                 reply: dict[str, Any] = {
                     "ok": False,

@@ -240,3 +240,52 @@ def test_tcp_oversize_frame_refused_then_served(served: tuple[Server, Context]) 
     ag.close()
     with ControllerClient(tcp=srv.tcp_address, key=KEY, user="alice", retry=2) as cl:
         assert cl.request("jobs") == []
+
+
+ALICE_KEY = b"alice-key-0123456789abcdef0123"
+BOB_KEY = b"bob-key-0123456789abcdef012345"
+
+
+def test_per_user_keys_make_the_server_decide_the_user(served: tuple[Server, Context]) -> None:
+    srv, c = served
+    srv.user_keys = {"alice": ALICE_KEY, "bob": BOB_KEY}
+    addr = srv.tcp_address
+    # alice's key makes the client alice, whatever the request says
+    with ControllerClient(tcp=addr, key=ALICE_KEY, user="alice", retry=2) as cl:
+        jid = cl.request("submit", spec=BUSY)["job_id"]
+        ag = cl._agent
+        assert ag is not None
+        reply = ag.request("request", {"op": "submit", "args": {"spec": BUSY}, "user": "root"})
+        jid2 = reply.data["result"]["job_id"]
+    assert c.sched.jobs[jid].user == "alice" and c.sched.jobs[jid2].user == "alice"
+    # bob cannot kill alice's job
+    with ControllerClient(tcp=addr, key=BOB_KEY, user="bob", retry=2) as cl:
+        with pytest.raises(ControllerError, match="belongs to 'alice'"):
+            cl.request("kill", job_id=jid)
+    # claiming to be alice with bob's key, the cluster key, or an unknown user: refused
+    for key, user in ((BOB_KEY, "alice"), (KEY, "alice"), (KEY, "root"), (ALICE_KEY, "eve")):
+        with pytest.raises(ControllerError, match=r"refused|bad_mac|credential"):
+            ControllerClient(tcp=addr, key=key, user=user, retry=0.3).request("jobs")
+    assert {j.user for j in c.sched.jobs.values()} == {"alice"}
+
+
+def test_user_keys_directory_is_checked(tmp_path: Path) -> None:
+    from common.keys import KeyFileError, read_user_keys
+
+    d = tmp_path / "users"
+    d.mkdir(mode=0o755)
+    with pytest.raises(KeyFileError, match="holds no NAME.key"):
+        read_user_keys(str(d))
+    (d / "alice.key").write_bytes(ALICE_KEY)
+    (d / "alice.key").chmod(0o644)
+    with pytest.raises(KeyFileError, match="readable or writable by others"):
+        read_user_keys(str(d))
+    (d / "alice.key").chmod(0o600)
+    assert read_user_keys(str(d)) == {"alice": ALICE_KEY}
+    (d / "bob.key").write_bytes(KEY)
+    (d / "bob.key").chmod(0o600)
+    with pytest.raises(KeyFileError, match="is the cluster key"):
+        read_user_keys(str(d), KEY)
+    d.chmod(0o777)
+    with pytest.raises(KeyFileError, match="writable by others"):
+        read_user_keys(str(d))
