@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from typing import Any
 
@@ -117,9 +118,24 @@ def write(path: str, payload: dict[str, Any]) -> str:
 
 
 def read(path: str) -> dict[str, Any]:
+    """The checkpoint in ``path``, refused if it is a link or others may read or write it.
+
+    It holds every job's command and environment (docs/security.md); ``write`` makes it
+    0600, so a wider mode means someone else made or changed it.
+    """
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise CheckpointError(f"{path}: cannot read ({e.strerror})") from None
+        why = "a symbolic link" if os.path.islink(path) else e.strerror
+        raise CheckpointError(f"{path}: cannot read ({why})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            raise CheckpointError(
+                f"{path}: mode {stat.S_IMODE(st.st_mode):04o} lets others read or change it;"
+                f" `chmod 600 {path}` if you trust its content"
+            )
+        if st.st_uid != os.geteuid():
+            raise CheckpointError(f"{path}: owned by uid {st.st_uid}, not by the controller")
+        data = f.read()
     return decode(data, path)

@@ -106,3 +106,18 @@ def test_restore_refuses_other_policy(tmp_path: Path) -> None:
     s = _sched("gang", pool, clock)
     with pytest.raises(ValueError, match="policy 'gang'"):
         _sched("easy", pool, clock).restore(s.to_payload())
+
+
+def test_a_checkpoint_others_can_read_or_a_link_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    ckpt.write(str(path), {"a": 1})
+    assert path.stat().st_mode & 0o777 == 0o600  # holds every job's command and env
+    path.chmod(0o644)
+    with pytest.raises(ckpt.CheckpointError, match="mode 0644 lets others read"):
+        ckpt.read(str(path))
+    path.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    with pytest.raises(ckpt.CheckpointError, match="symbolic link"):
+        ckpt.read(str(link))
+    assert ckpt.read(str(path)) == {"a": 1}
