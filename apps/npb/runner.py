@@ -191,10 +191,23 @@ def check_mpi() -> str:
 # ---- launching -------------------------------------------------------------------------------
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def _free_port_run(n: int) -> int:
-    """A base port with ``n`` consecutive free ports on 127.0.0.1 (rank r listens on base + r)."""
+    """A base port with ``n`` consecutive free ports on 127.0.0.1 (rank r listens on base + r).
+
+    Below the kernel's ephemeral range: a port probed free there can be taken by any
+    outgoing connection before the rank binds it (seen in CI: EADDRINUSE).
+    """
+    low = _ephemeral_low()
     for _ in range(200):
-        base = random.randint(20000, 60000 - n)
+        base = random.randint(10000, max(10001, low - n - 1))
         socks = []
         try:
             for p in range(base, base + n):

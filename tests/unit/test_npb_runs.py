@@ -172,7 +172,10 @@ def test_duration_picks_the_repetition_count() -> None:
     r = report("is", "--ranks", "2", "--duration", "2.0")
     # One repetition takes about 0.05 s here: many fit, and the run lasts about 2 s.
     assert r["verified"] is True and r["reps"] >= 2 and r["iterations"] == 10 * r["reps"]
-    assert r["seconds"] >= 1.0
+    # The count comes from a timed first repetition; on a busy host that one can be
+    # slower than the rest, so the run may end early, but not at a fraction of the target
+    # (it ran 0.92 s under a parallel CI run: hence the wide band).
+    assert 0.5 <= r["seconds"] <= 8.0
 
 
 @pytest.mark.parametrize("kernel", ["cg", "ft", "is"])
