@@ -259,9 +259,11 @@ def test_per_user_keys_make_the_server_decide_the_user(served: tuple[Server, Con
         jid2 = reply.data["result"]["job_id"]
     assert c.sched.jobs[jid].user == "alice" and c.sched.jobs[jid2].user == "alice"
     # bob cannot kill alice's job
-    with ControllerClient(tcp=addr, key=BOB_KEY, user="bob", retry=2) as cl:
-        with pytest.raises(ControllerError, match="belongs to 'alice'"):
-            cl.request("kill", job_id=jid)
+    with (
+        ControllerClient(tcp=addr, key=BOB_KEY, user="bob", retry=2) as cl,
+        pytest.raises(ControllerError, match="belongs to 'alice'"),
+    ):
+        cl.request("kill", job_id=jid)
     # claiming to be alice with bob's key, the cluster key, or an unknown user: refused
     for key, user in ((BOB_KEY, "alice"), (KEY, "alice"), (KEY, "root"), (ALICE_KEY, "eve")):
         with pytest.raises(ControllerError, match=r"refused|bad_mac|credential"):
@@ -274,7 +276,7 @@ def test_user_keys_directory_is_checked(tmp_path: Path) -> None:
 
     d = tmp_path / "users"
     d.mkdir(mode=0o755)
-    with pytest.raises(KeyFileError, match="holds no NAME.key"):
+    with pytest.raises(KeyFileError, match=r"holds no NAME\.key"):
         read_user_keys(str(d))
     (d / "alice.key").write_bytes(ALICE_KEY)
     (d / "alice.key").chmod(0o644)
