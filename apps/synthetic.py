@@ -72,21 +72,31 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from apps.mp import Comm, LinkEmu, MPError, WaitMode
 from apps.mp.comm import DEFAULT_CONNECT_TIMEOUT
+from apps.presets import (
+    FINE_PROBE_BARRIERS,
+    PAPER_BYTES,
+    PAPER_GCOMP,
+    PRESETS,
+    QCRD_DEFAULT,
+    Phase,
+    fine_compute_s,
+    gcomp_for,
+    preset,
+    qcrd_phases,
+)
 
 COMM_PATTERNS = ("none", "nn", "a2a", "allreduce")
 
-# Seed 000 §4.1.1 values.
-PAPER_GCOMP = 2_500_000
-PAPER_GIO = 20
-PAPER_BYTES = 8_193
+# Seed 000 §4.1.1 values (apps/presets.py scales them to this machine).
 PAPER_ITERATIONS = 250
+_QCRD_TEXT = ",".join(f"{v:g}" for v in QCRD_DEFAULT)
 
 
 class ConfigError(ValueError):
@@ -120,6 +130,10 @@ class Config:
     nic_path: str | None = None
     wait: WaitMode = field(default_factory=WaitMode)
     link: LinkEmu | None = None
+    preset: str | None = None  # apps/presets.py
+    ns_per_iteration: float | None = None  # measured for a preset
+    fine_probe: bool = False  # fine: gcomp from the barrier measured at start-up
+    qcrd: tuple[Phase, ...] = ()
 
 
 # -- the two phases of Fig. 6 ----------------------------------------------
@@ -252,20 +266,25 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument(
         "--gcomp",
         type=int,
-        default=PAPER_GCOMP,
+        default=None,
         metavar="G",
-        help="compute iterations per barrier (default %(default)s; see --calibrate)",
+        help=f"compute iterations per barrier (default {PAPER_GCOMP}, or the preset's; "
+        "see --calibrate)",
     )
     work.add_argument(
-        "--gio", type=int, default=0, metavar="G", help="files written per barrier (default 0)"
+        "--gio",
+        type=int,
+        default=None,
+        metavar="G",
+        help="files written per barrier (default 0, or the preset's)",
     )
     work.add_argument(
         "--bytes",
         dest="nbytes",
         type=int,
-        default=PAPER_BYTES,
+        default=None,
         metavar="B",
-        help="bytes per file (default %(default)s)",
+        help=f"bytes per file (default {PAPER_BYTES})",
     )
     work.add_argument(
         "--dir",
@@ -283,10 +302,27 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument(
         "--device-latency",
         type=float,
-        default=0.0,
+        default=None,
         metavar="S",
         help="emulate the disk: after each write, block S seconds without using the CPU "
         "(replaces fsync; default 0 = real fsync)",
+    )
+    work.add_argument(
+        "--preset",
+        choices=PRESETS,
+        default=None,
+        help="seed 000's jobs scaled to this machine (apps/presets.py): compute (G_comp "
+        "2,500,000 -> 75 ms per barrier), io (G_IO 20 x 8,193 B on a 3.75 ms device), "
+        "fine (about 45 %% CPU: compute sized from the barrier measured at start-up, "
+        "waits block; 2+ ranks), qcrd (12 x (I/O, CPU) phases, then a long I/O phase); "
+        "--gcomp/--gio/--bytes/--device-latency/--wait override",
+    )
+    work.add_argument(
+        "--qcrd-phases",
+        default=None,
+        metavar="IO,CPU,FINAL",
+        help=f"QCRD phase lengths in seconds (default {_QCRD_TEXT}); with --duration they "
+        "are scaled to fill it",
     )
     job = parser.add_argument_group("job (defaults from the COSCHED_* environment)")
     job.add_argument("--rank", type=int, default=None, help="this rank (COSCHED_RANK, else 0)")
@@ -369,11 +405,11 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
     if port is not None and not 0 <= port <= 65535:
         raise ConfigError(f"port {port} is outside 0..65535 (--port / COSCHED_PORT)")
     for name, value in (("--gcomp", args.gcomp), ("--gio", args.gio), ("--bytes", args.nbytes)):
-        if value < 0:
+        if value is not None and value < 0:
             raise ConfigError(f"{name} must be >= 0, got {value}")
     if args.iterations is not None and args.iterations < 0:
         raise ConfigError(f"--iterations must be >= 0, got {args.iterations}")
-    if not args.device_latency >= 0:
+    if args.device_latency is not None and not args.device_latency >= 0:
         raise ConfigError(f"--device-latency must be >= 0 seconds, got {args.device_latency}")
     if args.duration is not None and args.duration <= 0:
         raise ConfigError(f"--duration must be > 0 seconds, got {args.duration}")
@@ -397,6 +433,38 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
     iterations = args.iterations
     if iterations is None and args.duration is None:
         iterations = PAPER_ITERATIONS
+    if args.qcrd_phases is not None and args.preset != "qcrd":
+        raise ConfigError("--qcrd-phases needs --preset qcrd")
+    gcomp = PAPER_GCOMP if args.gcomp is None else args.gcomp
+    gio = 0 if args.gio is None else args.gio
+    nbytes = PAPER_BYTES if args.nbytes is None else args.nbytes
+    device_latency = 0.0 if args.device_latency is None else args.device_latency
+    ns: float | None = None
+    qcrd: tuple[Phase, ...] = ()
+    fine_probe = False
+    if args.preset is not None:
+        p = preset(args.preset)
+        ns = ns_per_iteration()
+        if args.gcomp is None:
+            gcomp = gcomp_for(p.compute_s, ns)
+        if args.gio is None:
+            gio = p.gio
+        if args.nbytes is None:
+            nbytes = p.nbytes
+        if args.device_latency is None:
+            device_latency = p.device_latency
+        if p.block and args.wait is None and "COSCHED_WAIT" not in env:
+            wait = WaitMode("block", wait.send, wait.spin_us)
+        if p.name == "fine":
+            if size < 2:
+                raise ConfigError(
+                    "--preset fine needs 2 or more ranks: its 45 % CPU comes from waiting "
+                    "at the barrier (--size / COSCHED_SIZE)"
+                )
+            fine_probe = args.gcomp is None
+        if p.name == "qcrd":
+            qcrd = tuple(_qcrd(args.qcrd_phases, args.duration))
+            iterations = None
     return Config(
         rank=rank,
         size=size,
@@ -404,12 +472,12 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         port=port or 0,
         iterations=iterations,
         duration=args.duration,
-        gcomp=args.gcomp,
-        gio=args.gio,
-        nbytes=args.nbytes,
+        gcomp=gcomp,
+        gio=gio,
+        nbytes=nbytes,
         directory=args.directory,
         fsync=args.fsync,
-        device_latency=args.device_latency,
+        device_latency=device_latency,
         report=args.report,
         connect_timeout=args.connect_timeout,
         comm=args.comm,
@@ -421,7 +489,37 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         nic_path=env.get("COSCHED_NIC_SOCK") or None,
         wait=wait,
         link=link,
+        preset=args.preset,
+        ns_per_iteration=ns,
+        fine_probe=fine_probe,
+        qcrd=qcrd,
     )
+
+
+def _qcrd(raw: str | None, duration: float | None) -> list[Phase]:
+    values = QCRD_DEFAULT
+    if raw is not None:
+        try:
+            io_s, cpu_s, final_s = (float(v) for v in raw.split(","))
+        except ValueError:
+            raise ConfigError(
+                f"--qcrd-phases {raw!r}: want three lengths in seconds, IO,CPU,FINAL (e.g. 1,4,8)"
+            ) from None
+        values = (io_s, cpu_s, final_s)
+    try:
+        return qcrd_phases(*values, duration=duration)
+    except ValueError as e:
+        raise ConfigError(f"--qcrd-phases: {e}") from None
+
+
+def ns_per_iteration(n: int = 200_000) -> float:
+    """What one iteration of :func:`compute` costs here (best of 3: the least disturbed)."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        compute(n)
+        best = min(best, time.perf_counter() - t0)
+    return best / n * 1e9
 
 
 # -- running -----------------------------------------------------------------
@@ -472,23 +570,20 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
         comm = make_comm(cfg)
     payload = bytes(range(256)) * (cfg.nbytes // 256) + bytes(cfg.nbytes % 256)
     workdir = Path(tempfile.mkdtemp(prefix=f"cosched-synthetic-r{cfg.rank}-", dir=cfg.directory))
+    extra: dict[str, Any] = {}
     try:
         comm.open()
+        if cfg.fine_probe:
+            cfg, extra["fine"] = _fine_probe(comm, cfg, workdir, payload)
         # Timing starts once the job is connected: start-up skew between ranks
         # is not the program's progress.
-        wall0, cpu0 = time.monotonic(), time.process_time()
-        done = 0
-        while cfg.iterations is None or done < cfg.iterations:
-            compute(cfg.gcomp)
-            io_phase(workdir, f"b{done}", cfg.gio, payload, cfg.fsync, cfg.device_latency)
-            comm_phase(comm, cfg.comm, cfg.msg_bytes, cfg.comm_rounds)
-            want_stop = cfg.duration is not None and time.monotonic() - wall0 >= cfg.duration
-            stop = comm.barrier(stop=want_stop)
-            done += 1
-            if stop:
-                break
-        seconds = time.monotonic() - wall0
-        cpu = time.process_time() - cpu0
+        if cfg.qcrd:
+            done, seconds, cpu, extra["phases"] = _qcrd_run(comm, cfg, workdir, payload)
+        else:
+            done, seconds, cpu = _loop(
+                comm, cfg, workdir, payload, cfg.gcomp, cfg.gio, cfg.device_latency,
+                cfg.iterations, cfg.duration,
+            )  # fmt: skip
         report = comm.report()
     finally:
         if own:
@@ -516,8 +611,85 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
             "msg_bytes": cfg.msg_bytes,
             "comm_rounds": cfg.comm_rounds,
         },
+        "preset": cfg.preset,
+        "ns_per_iteration": round(cfg.ns_per_iteration, 2) if cfg.ns_per_iteration else None,
+        **extra,
         "messages": report,
     }
+
+
+def _loop(
+    comm: Comm,
+    cfg: Config,
+    workdir: Path,
+    payload: bytes,
+    gcomp: int,
+    gio: int,
+    device_latency: float,
+    iterations: int | None,
+    duration: float | None,
+    tag: str = "b",
+    communicate: bool = True,
+) -> tuple[int, float, float]:
+    """Fig. 6's loop until ``iterations`` barriers or the first barrier after
+    ``duration`` s of rank 0's clock; returns barriers, wall and CPU seconds."""
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    done = 0
+    while iterations is None or done < iterations:
+        compute(gcomp)
+        io_phase(workdir, f"{tag}{done}", gio, payload, cfg.fsync, device_latency)
+        if communicate:
+            comm_phase(comm, cfg.comm, cfg.msg_bytes, cfg.comm_rounds)
+        want_stop = duration is not None and time.monotonic() - wall0 >= duration
+        stop = comm.barrier(stop=want_stop)
+        done += 1
+        if stop:
+            break
+    return done, time.monotonic() - wall0, time.process_time() - cpu0
+
+
+def _fine_probe(
+    comm: Comm, cfg: Config, workdir: Path, payload: bytes
+) -> tuple[Config, dict[str, Any]]:
+    """§4.2.1: time the barrier, then size the compute part for about 45 % CPU."""
+    _loop(comm, cfg, workdir, payload, 0, 0, 0.0, 10, None, "w", communicate=False)  # warm-up
+    n, wall, cpu = _loop(
+        comm, cfg, workdir, payload, 0, 0, 0.0, FINE_PROBE_BARRIERS, None, "p", communicate=False
+    )
+    # One G_comp for the whole job, as in the paper: from the ranks' mean barrier.
+    assert cfg.ns_per_iteration is not None
+    sums = comm.allreduce([wall / n, cpu / n, cfg.ns_per_iteration])
+    mean_wall, mean_cpu, mean_ns = (v / comm.size for v in sums)
+    x = fine_compute_s(mean_wall, mean_cpu)
+    gcomp = gcomp_for(x, mean_ns)
+    info = {"barrier_ms": round(mean_wall * 1e3, 4), "barrier_cpu_ms": round(mean_cpu * 1e3, 4),
+            "compute_ms": round(x * 1e3, 4), "gcomp": gcomp}  # fmt: skip
+    if x == 0:
+        info["note"] = (
+            f"the barrier alone uses {mean_cpu / mean_wall:.0%} of the CPU here, above the "
+            "45 % target: no compute part (a slower link, e.g. the cluster's, leaves room)"
+        )
+    return replace(cfg, gcomp=gcomp), info
+
+
+def _qcrd_run(
+    comm: Comm, cfg: Config, workdir: Path, payload: bytes
+) -> tuple[int, float, float, list[dict[str, Any]]]:
+    """§4.2.3: each phase runs compute- or io-preset barriers for its length."""
+    io = preset("io")
+    phases: list[dict[str, Any]] = []
+    done = 0
+    seconds = cpu = 0.0
+    for i, ph in enumerate(cfg.qcrd):
+        if ph.kind == "cpu":
+            g, f, dl = cfg.gcomp, 0, 0.0
+        else:
+            g, f, dl = 0, io.gio, io.device_latency
+        n, w, c = _loop(comm, cfg, workdir, payload, g, f, dl, None, ph.seconds, f"q{i}-")
+        phases.append({"kind": ph.kind, "seconds": round(w, 4), "barriers": n,
+                       "cpu_ratio": round(c / w, 4) if w > 0 else 0.0})  # fmt: skip
+        done, seconds, cpu = done + n, seconds + w, cpu + c
+    return done, seconds, cpu, phases
 
 
 def calibrate(

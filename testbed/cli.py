@@ -33,6 +33,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "jobs": ("submit", "jobs", "matrix", "slice", "kill", "class"),
     "experiment": ("experiment",),
     "calibrate": ("calibrate",),
+    "app": ("app",),
     "cluster": ("cluster", "clean"),
 }
 
@@ -55,6 +56,8 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
                                             a live experiment and its report (root)
   cosched calibrate                         measure the simulator's interference and
                                             context switch on the live cluster (root)
+  cosched app list | run cg --ranks 4       the apps (NPB-like kernels, synthetic presets,
+                                            QCRD) as local processes, no scheduler
 
 Every COMMAND has --help with a description and examples.
 """
@@ -92,7 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # the command is the first word (the top-level parser has no options but --help)
     command = argv[0] if argv and not argv[0].startswith("-") else None
+    tail: list[str] | None = None
+    if command == "app" and "--" in argv:
+        # argparse hands a nested subcommand's "--" back up as unrecognized: split here
+        i = argv.index("--")
+        argv, tail = argv[:i], argv[i + 1 :]
     args = build_parser(command).parse_args(argv)
+    if tail is not None:
+        args.extra = [*getattr(args, "extra", []), *tail]
     try:
         rc: int = args.func(args)
     except CoschedError as err:

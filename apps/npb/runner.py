@@ -199,7 +199,7 @@ def _ephemeral_low() -> int:
         return 32768
 
 
-def _free_port_run(n: int) -> int:
+def free_port_run(n: int) -> int:
     """A base port with ``n`` consecutive free ports on 127.0.0.1 (rank r listens on base + r).
 
     Below the kernel's ephemeral range: a port probed free there can be taken by any
@@ -260,7 +260,7 @@ def launch(module: str, args: argparse.Namespace, argv: Sequence[str]) -> int:
         ]  # fmt: skip
         procs = [subprocess.Popen(cmd, env=env, start_new_session=True)]
     else:
-        port = _free_port_run(ranks)
+        port = free_port_run(ranks)
         wait = args.wait or ("spinblock" if ranks > (os.cpu_count() or 1) else "spin")
         job = f"npb-{module.rsplit('.', 1)[-1]}-{os.getpid()}"
         procs = []

@@ -9,6 +9,7 @@ module                      commands
 ``jobs``                    ``submit``, ``jobs``, ``matrix``, ``slice``, ``kill``, ``class``
 ``experiment``              ``experiment run|report``
 ``calibrate``               ``calibrate``
+``app``                     ``app list|run``
 ==========================  ===============================================
 
 Each module exposes ``add_commands(subparsers)``; each command is a function
