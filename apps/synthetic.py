@@ -662,8 +662,12 @@ def _fine_probe(
     mean_wall, mean_cpu, mean_ns = (v / comm.size for v in sums)
     x = fine_compute_s(mean_wall, mean_cpu)
     gcomp = gcomp_for(x, mean_ns)
-    info = {"barrier_ms": round(mean_wall * 1e3, 4), "barrier_cpu_ms": round(mean_cpu * 1e3, 4),
-            "compute_ms": round(x * 1e3, 4), "gcomp": gcomp}  # fmt: skip
+    info: dict[str, Any] = {
+        "barrier_ms": round(mean_wall * 1e3, 4),
+        "barrier_cpu_ms": round(mean_cpu * 1e3, 4),
+        "compute_ms": round(x * 1e3, 4),
+        "gcomp": gcomp,
+    }
     if x == 0:
         info["note"] = (
             f"the barrier alone uses {mean_cpu / mean_wall:.0%} of the CPU here, above the "
