@@ -65,6 +65,7 @@ class StreamJobResult:
     response_s: float | None = None
     cpu_s: float = 0.0
     report: dict[str, Any] = field(default_factory=dict)  # rank 0's JSON line
+    verified: bool | None = None  # programs = "npb": rank 0 printed VERIFIED
 
 
 @dataclass
@@ -196,6 +197,9 @@ def one_line(run: StreamRun) -> str:
     odd = {n: v for n, v in run.local_policy.items() if v != run.scheme}
     if odd:
         parts.append(f"agents not on {run.scheme}: {odd}")
+    checked = [j.verified for j in run.jobs if j.verified is not None]
+    if checked:
+        parts.append(f"{sum(checked)}/{len(checked)} VERIFIED")
     if run.killed:
         parts.append(f"{run.killed} killed at the drain timeout")
     return ", ".join(parts)
@@ -354,5 +358,10 @@ def _job_result(
     with contextlib.suppress(Exception):
         ranks = client.request("job", job_id=jid).get("ranks") or []
         if ranks and ranks[0].get("stdout"):
-            out.report = _last_json(Path(ranks[0]["stdout"]))
+            path = Path(ranks[0]["stdout"])
+            if job.program == "npb":  # the kernel's NPB-style report, not a JSON line
+                text = path.read_text(errors="replace")
+                out.verified = "Verification    =  VERIFIED" in text.rsplit("NAS Parallel", 1)[-1]
+            else:
+                out.report = _last_json(path)
     return out

@@ -44,7 +44,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from apps.npb import KERNELS
+
 COMMS = ("nn", "a2a", "allreduce", "none")
+#: Seed 002 Table 3: which applications each workload mixes.
+WORKLOADS: dict[str, tuple[str, ...]] = {
+    "WL1": ("bt",),
+    "WL2": ("sp",),
+    "WL3": ("ft",),
+    "WL4": ("is",),
+    "WL5": ("cg",),
+    "WL6": ("bt", "sp", "ft", "is", "cg"),
+}
+PROGRAMS = ("synthetic", "npb")
 SCHEMES = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 BOOSTS = ("weight", "freeze")
 
@@ -74,6 +86,7 @@ class App:
     comm_rounds: int
     comm_share: float
     messages: tuple[Message, ...]
+    npb_reps: int = 1  # programs = "npb": repetitions of the real kernel per job
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,9 @@ class StreamJob:
     iterations: int
     compute_ms: float
     comm_rounds: int
+    program: str = "synthetic"  # or "npb": the real kernel (apps/npb), npb_class, npb_reps
+    npb_class: str = "S"
+    npb_reps: int = 1
 
     @property
     def name(self) -> str:
@@ -99,7 +115,11 @@ class StreamJob:
         return max(1, round(self.compute_ms * 1e6 / ns_per_iteration))
 
     def argv(self, ns_per_iteration: float, python: str = sys.executable) -> list[str]:
-        """The synthetic program's command line (flags of apps/synthetic.py)."""
+        """The job's command line: the synthetic program's flags, or the real kernel's."""
+        if self.program == "npb":
+            k = KERNELS[self.app]
+            # a fixed number of repetitions, not --duration: time-sharing must stretch it
+            return k.rank_argv(python, self.npb_class, "ours", extra=("--reps", str(self.npb_reps)))
         m = self.message
         rounds = 0 if m.comm == "none" else self.comm_rounds
         return [
@@ -144,6 +164,19 @@ class StreamSpec:
     quick: Mapping[str, Any] = field(default_factory=dict)
     # Loads at which every MPL of ``mpls`` runs; elsewhere only the first (None: all loads).
     mpl_loads: tuple[str, ...] | None = None
+    workload: str = ""  # seed 002 Table 3's WL1-WL6: the apps the stream draws from
+    program: str = "synthetic"  # "npb": run the real kernels (apps/npb) instead
+    npb_class: str = "S"
+    reps_job_seconds: float = 0.0  # the job_seconds npb_reps were chosen for (0: job_seconds)
+
+    def npb_size(self, app: str, paper_size: int) -> int:
+        """The kernel's allowed rank count nearest to the scaled size (ties: the larger),
+        at least ``min_ranks`` where it can, at most ``nodes``: BT and SP take squares,
+        FT, IS and CG powers of two."""
+        want = self.size_of(paper_size)
+        ok = KERNELS[app].allowed_ranks(self.nodes)
+        wide = [n for n in ok if n >= self.min_ranks] or ok  # a 1-rank job would not talk
+        return min(wide, key=lambda n: (abs(n - want), -n))
 
     # ---- derived ------------------------------------------------------------------
     def size_of(self, paper_size: int) -> int:
@@ -193,7 +226,14 @@ class StreamSpec:
             jobs=int(q.get("jobs", self.jobs)),
             job_seconds=float(q.get("job_seconds", self.job_seconds)),
             drain_timeout=float(q.get("drain_timeout", self.drain_timeout)),
+            reps_job_seconds=self.reps_job_seconds or self.job_seconds,
         )
+
+    def npb_reps(self, app: App) -> int:
+        """The kernel's repetitions per job: ``npb_reps`` is for the spec's own
+        ``job_seconds``; a shorter run (``--quick``) scales it down."""
+        base = self.reps_job_seconds or self.job_seconds
+        return max(1, round(app.npb_reps * self.job_seconds / base))
 
     def runs(self) -> list[tuple[str, str, int]]:
         """(scheme, load, mpl) in run order; batch once per load (its MPL is always 1)."""
@@ -221,6 +261,9 @@ class StreamSpec:
             "mpls": list(self.mpls),
             "jobs": self.jobs,
             "seed": self.seed,
+            "workload": self.workload or "every [apps] table",
+            "programs": self.program,
+            "npb_class": self.npb_class,
             "job_seconds": self.job_seconds,
             "paper_job_seconds": self.paper_job_seconds,
             "time_scale": self.time_scale(),
@@ -268,17 +311,21 @@ def job_stream(spec: StreamSpec, load: str) -> list[StreamJob]:
         app = spec.apps[rng.randrange(len(spec.apps))]
         paper_size = app.paper_sizes[rng.randrange(len(app.paper_sizes))]
         msg = rng.choices(app.messages, weights=[m.share for m in app.messages])[0]
+        npb = spec.program == "npb"
         out.append(
             StreamJob(
                 index=i,
                 app=app.name,
                 paper_size=paper_size,
-                size=spec.size_of(paper_size),
+                size=spec.npb_size(app.name, paper_size) if npb else spec.size_of(paper_size),
                 arrival_s=t,
                 message=msg,
                 iterations=spec.iterations(app),
                 compute_ms=app.compute_ms,
                 comm_rounds=app.comm_rounds,
+                program=spec.program,
+                npb_class=spec.npb_class,
+                npb_reps=spec.npb_reps(app),
             )
         )
     return out
@@ -416,6 +463,7 @@ def _app(name: str, t: Mapping[str, Any], where: str) -> App:
             "comm_rounds",
             "comm_share",
             "messages",
+            "npb_reps",
         },
         where,
     )
@@ -450,7 +498,10 @@ def _app(name: str, t: Mapping[str, Any], where: str) -> App:
         comm_rounds=_get(t, "comm_rounds", int, where, 1),
         comm_share=float(_get(t, "comm_share", (int, float), where, 0.0)),
         messages=tuple(msgs),
+        npb_reps=_get(t, "npb_reps", int, where, 1),
     )
+    if app.npb_reps < 1:
+        raise StreamSpecError(f"{where}.npb_reps: repetitions per job, >= 1")
     if app.compute_ms <= 0 or app.comm_rounds < 0 or not 0 <= app.comm_share < 1:
         raise StreamSpecError(f"{where}: compute_ms > 0, comm_rounds >= 0, 0 <= comm_share < 1")
     return app
@@ -474,7 +525,8 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
     _check_keys(
         exp,
         {"name", "kind", "schemes", "loads", "mpls", "mpl_loads", "jobs", "seed",
-         "job_seconds", "paper_job_seconds", "drain_timeout"},
+         "job_seconds", "paper_job_seconds", "drain_timeout", "workload", "programs",
+         "npb_class"},
         w,
     )  # fmt: skip
     schemes = tuple(_get(exp, "schemes", list, w, list(SCHEMES)))
@@ -524,6 +576,32 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
     apps = tuple(
         _app(n, t, f"{origin}: [apps.{n}]") for n, t in apps_t.items() if isinstance(t, dict)
     )
+    workload = _get(exp, "workload", str, w, "")  # "": every [apps.NAME] of the spec
+    if workload:
+        if workload not in WORKLOADS:
+            raise StreamSpecError(
+                f"{w}.workload: unknown {workload!r}; seed 002 Table 3 has {', '.join(WORKLOADS)}"
+            )
+        have = {a.name for a in apps}
+        missing = [a for a in WORKLOADS[workload] if a not in have]
+        if missing:
+            raise StreamSpecError(
+                f"{w}.workload: {workload} mixes {', '.join(WORKLOADS[workload])}; add "
+                + ", ".join(f"[apps.{a}]" for a in missing)
+            )
+        apps = tuple(a for a in apps if a.name in WORKLOADS[workload])
+    program = _get(exp, "programs", str, w, "synthetic")
+    if program not in PROGRAMS:
+        raise StreamSpecError(f"{w}.programs: one of {', '.join(PROGRAMS)}, got {program!r}")
+    npb_class = _get(exp, "npb_class", str, w, "S")
+    if program == "npb":
+        for a in apps:
+            if a.name not in KERNELS:
+                raise StreamSpecError(
+                    f"{w}.programs = npb: [apps.{a.name}] is not a kernel ({', '.join(KERNELS)})"
+                )
+            if npb_class not in KERNELS[a.name].classes:
+                raise StreamSpecError(f"{w}.npb_class: {a.name} has no class {npb_class!r}")
     wc = f"{origin}: [cluster]"
     _check_keys(
         cl, {"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"}, wc
@@ -576,6 +654,9 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
         drain_timeout=drain,
         quick=dict(quick),
         mpl_loads=mpl_loads,
+        workload=workload,
+        program=program,
+        npb_class=npb_class,
     )
     q = spec.quick_version()  # the quick table must name known things too
     for s in q.schemes:

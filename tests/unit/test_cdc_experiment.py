@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from apps.npb import KERNELS
 from testbed.cli import main
 from testbed.experiment.cdcreport import PAPER_CLAIMS, claim_ours, markdown, plots, text_summary
 from testbed.experiment.cdcrun import StreamResult
@@ -278,3 +279,59 @@ def test_mpl_loads_limits_the_mpl_sweep_to_some_loads() -> None:
     assert {m for s, ld, m in runs if ld == "light" and s != "batch"} == {5}
     assert {m for s, ld, m in runs if ld == "heavy" and s != "batch"} == {3, 5}
     assert sum(1 for s, _ld, _m in runs if s == "batch") == 2
+
+
+NPB_SPEC = REPO / "experiments/cdc-npb.toml"
+
+
+@pytest.mark.parametrize(("wl", "apps"), [("WL1", {"bt"}), ("WL3", {"ft"}), ("WL5", {"cg"}),
+                                          ("WL6", {"bt", "sp", "ft", "is", "cg"})])  # fmt: skip
+def test_table3_workloads_pick_their_applications(tmp_path: Path, wl: str, apps: set[str]) -> None:
+    p = tmp_path / "wl.toml"
+    p.write_text(
+        SPEC.read_text().replace('kind = "job-stream"', f'kind = "job-stream"\nworkload = "{wl}"')
+    )
+    s = load_any(p)
+    assert isinstance(s, StreamSpec) and {a.name for a in s.apps} == apps
+    assert {j.app for j in job_stream(s, "heavy")} <= apps
+
+
+def test_npb_programs_run_the_real_kernels_on_allowed_rank_counts() -> None:
+    s = load_any(NPB_SPEC)
+    assert isinstance(s, StreamSpec) and s.program == "npb" and s.workload == "WL6"
+    jobs = job_stream(s, "heavy")
+    for j in jobs:
+        argv = j.argv(50.0)
+        assert argv[1:3] == ["-m", f"apps.npb.{'is_' if j.app == 'is' else j.app}"]
+        assert "--reps" in argv and "--duration" not in argv  # time-sharing must stretch it
+        assert KERNELS[j.app].allows(j.size) and 2 <= j.size <= s.nodes
+    # squares for BT and SP (4 of 4 nodes), powers of two for the others
+    assert {j.size for j in jobs if j.app in ("bt", "sp")} <= {4}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ('workload = "WL6"', 'workload = "WL7"', "unknown 'WL7'; seed 002 Table 3 has WL1"),
+        ('programs = "npb"', 'programs = "mpi"', "programs: one of synthetic, npb"),
+        ('npb_class = "S"', 'npb_class = "Q"', "has no class 'Q'"),
+        ("npb_reps = 5", "npb_reps = 0", "npb_reps: repetitions per job, >= 1"),
+    ],
+)
+def test_bad_npb_stream_specs_are_one_line(tmp_path: Path, old: str, new: str, words: str) -> None:
+    text = NPB_SPEC.read_text()
+    assert old in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace(old, new, 1))
+    with pytest.raises(SpecError) as err:
+        load_any(bad)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_workload_needs_its_applications(tmp_path: Path) -> None:
+    text = SPEC.read_text().replace('kind = "job-stream"', 'kind = "job-stream"\nworkload = "WL5"')
+    cut = text[: text.index("[apps.cg]")]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(cut)
+    with pytest.raises(SpecError, match=r"WL5 mixes cg; add \[apps\.cg\]"):
+        load_any(bad)

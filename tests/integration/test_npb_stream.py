@@ -1,0 +1,40 @@
+"""A seed 002 workload (Table 3's WL5: CG) as a live job stream of the real kernels
+(experiments/cdc-npb.toml, programs = "npb"): every job finishes and verifies."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from testbed.experiment.spec import load_any
+from testbed.experiment.streams import StreamSpec
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
+
+
+@pytest.mark.root
+@pytest.mark.timeout(600)
+def test_wl5_of_real_cg_jobs_verifies_under_cc_b(tmp_path: Path) -> None:
+    text = (
+        (REPO / "experiments/cdc-npb.toml")
+        .read_text()
+        .replace('workload = "WL6"', 'workload = "WL5"')
+    )
+    spec_path = tmp_path / "wl5.toml"
+    spec_path.write_text(text)
+    spec = load_any(spec_path)
+    assert isinstance(spec, StreamSpec)
+    spec = replace(spec.quick_version(), schemes=("cc-b",), jobs=3)
+    from testbed.experiment.cdcrun import run_streams
+
+    result = run_streams(spec, tmp_path / "out", say=lambda s: None)
+    (run,) = result.runs
+    assert {j.app for j in run.jobs} == {"cg"}
+    assert [j.state for j in run.jobs] == ["done"] * 3, run.jobs
+    assert all(j.verified for j in run.jobs), run.jobs
+    assert run.killed == 0
