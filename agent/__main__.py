@@ -16,6 +16,7 @@ from types import FrameType
 
 from agent.daemon import Agent, AgentConfig, Stop
 from agent.plan import WAIT_MODES
+from agent.uts import own_hostname
 from common.addr import addr_arg
 from common.addr import parse_addr as _parse_addr
 from common.errors import CoschedError
@@ -49,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--key-file", required=True, help="shared HMAC key (>= 16 bytes, mode 0600)")
     p.add_argument("--cgroup-parent", default=None, help="parent cgroup (default cosched/<node>)")
+    p.add_argument(
+        "--hostname",
+        default=None,
+        metavar="NAME",
+        help="give this node's jobs their own hostname (a UTS namespace; root; the local "
+        "cluster passes the node's name so MPI runtimes see distinct nodes)",
+    )
     p.add_argument(
         "--run-dir",
         default=None,
@@ -92,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.hostname:
+        own_hostname(args.hostname)  # before any thread or job: they inherit it
     cfg = AgentConfig(
         node=args.node,
         listen=args.listen,

@@ -61,6 +61,8 @@ def agent_command(
         cgroup_version,
         "--switch",
         switch,
+        "--hostname",  # its own name: jobs (MPI's runtime) can tell the nodes apart
+        node,
     ]
 
 

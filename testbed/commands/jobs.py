@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
 import time
 import tomllib
@@ -134,6 +135,14 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         )
     if not isinstance(spec["argv"], list) or not all(isinstance(a, str) for a in spec["argv"]):
         raise CliError("argv must be a list of strings")
+    if getattr(args, "mpi", False):
+        if shutil.which("mpirun") is None:
+            raise CliError(
+                "--mpi: mpirun is not installed",
+                fix="install Open MPI (apt-get install openmpi-bin libopenmpi-dev)",
+            )
+        # rank 0 runs mpirun over the job's nodes, the others start its daemons
+        spec["argv"] = [sys.executable, "-m", "apps.mpilaunch", "--", *spec["argv"]]
     spec.setdefault("size", 1)
     if not isinstance(spec["size"], int) or spec["size"] < 1:
         raise CliError(f"size must be a whole number >= 1, got {spec['size']!r}")
@@ -255,7 +264,8 @@ def add_commands(subparsers: Any) -> None:
         "  cosched submit --size 4 --class standby --name io -- "
         "python -m apps.synthetic --gcomp 0 --gio 20\n"
         "  cosched submit --spec job.toml          # [job] size=4 argv=['./prog'] class=...\n"
-        "  id=$(cosched submit -q --size 2 -- ./prog) && cosched kill $id",
+        "  id=$(cosched submit -q --size 2 -- ./prog) && cosched kill $id\n"
+        "  cosched submit --size 4 --mpi -- python3 my_mpi4py_program.py   # unmodified MPI",
         common,
     )
     p.add_argument("--size", "-n", type=int, default=None, metavar="K", help="ranks (default 1)")
@@ -291,6 +301,12 @@ def add_commands(subparsers: Any) -> None:
         metavar="FILE.toml",
         help="job description (keys of a [job] table: name, size, argv, class, env, cwd, "
         "estimate, exclusive); flags override it",
+    )
+    p.add_argument(
+        "--mpi",
+        action="store_true",
+        help="CMD is an Open MPI program: rank 0 runs mpirun over the job's nodes and the other "
+        "ranks start its daemons, all inside the job's cgroups (apps/mpilaunch.py)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="print only the job id")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="what to run")
