@@ -101,3 +101,25 @@ def test_unmodified_mpi_program_is_gang_scheduled(live: Live, tmp_path: Path) ->
     out = Path(ranks[0]["stdout"]).read_text()
     assert "rank 0 of 2 on n0: sum=3" in out and "rank 1 of 2 on n1: sum=3" in out, out
     live.req("kill", job_id=spin)
+
+
+@pytest.mark.root
+@pytest.mark.timeout(300)
+def test_npb_cg_over_open_mpi_verifies_as_a_cluster_job(live: Live) -> None:
+    """One kernel, two transports: the same CG over real MPI, across the emulated nodes."""
+    live.start("gang", quantum=0.2)
+    argv = [sys.executable, "-m", "apps.mpilaunch", "--", sys.executable, "-m", "apps.npb.cg",
+            "--class", "S", "--transport", "mpi", "--reps", "3"]  # fmt: skip
+    job = live.req("submit", spec={"size": 2, "argv": argv, "name": "cg-mpi", "cwd": str(REPO)})[
+        "job_id"
+    ]
+    deadline = time.monotonic() + 150
+    while (rec := {r["job_id"]: r for r in live.req("jobs", all=True)}[job])["state"] not in (
+        "done", "failed", "killed",
+    ):  # fmt: skip
+        assert time.monotonic() < deadline, live.log_text()[-2000:]
+        time.sleep(0.2)
+    assert rec["state"] == "done", rec
+    out = Path(live.req("job", job_id=job)["ranks"][0]["stdout"]).read_text()
+    last = out.rsplit("NAS Parallel Benchmarks", 1)[-1]
+    assert " Ranks           =  2 (mpi)" in last and " Verification    =  VERIFIED" in last, last
