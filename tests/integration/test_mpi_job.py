@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import secrets
 import shutil
 import sys
 import time
@@ -26,7 +27,7 @@ from mpi4py import MPI
 c = MPI.COMM_WORLD
 for _ in range(int(sys.argv[1])):
     s = c.allreduce(c.rank + 1)
-print(f"rank {c.rank} of {c.size} on {MPI.Get_processor_name()}: sum={s}", flush=True)
+print(f"{sys.argv[2]} rank {c.rank} of {c.size} on {MPI.Get_processor_name()}: sum={s}", flush=True)
 """
 SPIN = [sys.executable, "-c", "while True: pass"]
 
@@ -67,7 +68,8 @@ def test_unmodified_mpi_program_is_gang_scheduled(live: Live, tmp_path: Path) ->
     prog.write_text(PROGRAM)
     live.start("gang", quantum=0.2)
     spin = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "spin"})["job_id"]
-    argv = [sys.executable, "-m", "apps.mpilaunch", "--", sys.executable, str(prog), "40000"]
+    tag = secrets.token_hex(4)  # output files append: only this run's lines count
+    argv = [sys.executable, "-m", "apps.mpilaunch", "--", sys.executable, str(prog), "40000", tag]
     mpi = live.req("submit", spec={"size": 2, "argv": argv, "name": "mpi", "cwd": str(REPO)})[
         "job_id"
     ]
@@ -99,7 +101,7 @@ def test_unmodified_mpi_program_is_gang_scheduled(live: Live, tmp_path: Path) ->
     assert split <= 0.1 * (both["THAWED"] + both["FROZEN"]), (both, split)
     ranks = live.req("job", job_id=mpi)["ranks"]
     out = Path(ranks[0]["stdout"]).read_text()
-    assert "rank 0 of 2 on n0: sum=3" in out and "rank 1 of 2 on n1: sum=3" in out, out
+    assert f"{tag} rank 0 of 2 on n0: sum=3" in out and f"{tag} rank 1 of 2 on n1: sum=3" in out
     live.req("kill", job_id=spin)
 
 
@@ -123,3 +125,28 @@ def test_npb_cg_over_open_mpi_verifies_as_a_cluster_job(live: Live) -> None:
     out = Path(live.req("job", job_id=job)["ranks"][0]["stdout"]).read_text()
     last = out.rsplit("NAS Parallel Benchmarks", 1)[-1]
     assert " Ranks           =  2 (mpi)" in last and " Verification    =  VERIFIED" in last, last
+
+
+@pytest.mark.root
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("policy", "extra"), [("paired-gang", ()), ("cc-b", ("--mpl", "2"))])
+def test_mpi_program_runs_under_the_other_schedulers(
+    live: Live, tmp_path: Path, policy: str, extra: tuple[str, ...]
+) -> None:
+    prog = tmp_path / "allreduce.py"
+    prog.write_text(PROGRAM)
+    live.start(policy, *extra, quantum=0.2)
+    tag = secrets.token_hex(4)
+    argv = [sys.executable, "-m", "apps.mpilaunch", "--", sys.executable, str(prog), "5000", tag]
+    job = live.req("submit", spec={"size": 2, "argv": argv, "name": "mpi", "cwd": str(REPO)})[
+        "job_id"
+    ]
+    deadline = time.monotonic() + 150
+    while (rec := {r["job_id"]: r for r in live.req("jobs", all=True)}[job])["state"] not in (
+        "done", "failed", "killed",
+    ):  # fmt: skip
+        assert time.monotonic() < deadline, live.log_text()[-2000:]
+        time.sleep(0.2)
+    assert rec["state"] == "done", rec
+    out = Path(live.req("job", job_id=job)["ranks"][0]["stdout"]).read_text()
+    assert f"{tag} rank 0 of 2 on n0: sum=3" in out and f"{tag} rank 1 of 2 on n1: sum=3" in out
