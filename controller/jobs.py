@@ -75,6 +75,12 @@ def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _name(key: object) -> str:
+    """A field name fit for a one-line message (a fuzzed key held a newline)."""
+    text = str(key)
+    return text if text.isidentifier() else repr(text)
+
+
 def parse_spec(raw: object, nodes: int) -> JobSpec:
     """Validate a submission against the API contract and the cluster size.
 
@@ -85,7 +91,8 @@ def parse_spec(raw: object, nodes: int) -> JobSpec:
     unknown = sorted(set(raw) - SPEC_FIELDS)
     if unknown:
         raise SpecError(
-            f"spec: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(SPEC_FIELDS))}"
+            f"spec: unknown field(s) {', '.join(_name(k) for k in unknown)}; "
+            f"valid: {', '.join(sorted(SPEC_FIELDS))}"
         )
     if "size" not in raw:
         raise SpecError("spec: missing field 'size' (number of nodes, an int >= 1)")

@@ -48,14 +48,24 @@ def add_commands(sub: Any) -> None:
     )
     s = p.add_subparsers(dest="app_command", metavar="{list,run}")
     s.required = True
-    lp = s.add_parser("list", help="apps, classes and allowed rank counts")
+    lp = command_parser(
+        s,
+        "list",
+        "apps, classes and allowed rank counts",
+        "Every app with the rank counts it takes, its NPB classes, its transports and presets.",
+        "  cosched app list\n  cosched app list --json",
+    )
     lp.add_argument("--json", action="store_true", help="machine-readable")
     lp.set_defaults(func=cmd_list)
-    rp = s.add_parser(
+    rp = command_parser(
+        s,
         "run",
-        help="run an app's ranks as local processes",
-        description="Run NAME with --ranks R as local processes; extra arguments after -- go "
-        "to every rank (see `python -m MODULE --help`).",
+        "run an app's ranks as local processes",
+        "Run NAME with --ranks R as local processes, without a scheduler; extra arguments "
+        "after -- go to every rank (see `python -m MODULE --help`). Each rank's report is "
+        "printed; the exit status is the worst rank's.",
+        "  cosched app run cg --ranks 4 --class S\n"
+        "  cosched app run synthetic --ranks 2 --preset qcrd --duration 20",
     )
     rp.add_argument("name", metavar="NAME", help="an app from `cosched app list`")
     rp.add_argument("--ranks", "-n", type=int, required=True, metavar="R")

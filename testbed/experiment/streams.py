@@ -658,6 +658,20 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
         program=program,
         npb_class=npb_class,
     )
+    # the [quick] table's values must have the types of the keys they replace
+    for k, want in (("schemes", list), ("loads", list), ("mpls", list), ("jobs", int),
+                    ("job_seconds", (int, float)), ("drain_timeout", (int, float))):  # fmt: skip
+        if k in quick:
+            v = _get(quick, k, want, wq)
+            if k == "mpls" and (
+                not v
+                or any(isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 64 for m in v)
+            ):
+                raise StreamSpecError(f"{wq}.mpls: a list of MPLs in 1..64, e.g. [5]")
+            if k in ("schemes", "loads") and not all(isinstance(x, str) for x in v):
+                raise StreamSpecError(f"{wq}.{k}: a list of names")
+            if k != "mpls" and not isinstance(v, list) and v <= 0:
+                raise StreamSpecError(f"{wq}.{k}: must be > 0")
     q = spec.quick_version()  # the quick table must name known things too
     for s in q.schemes:
         if s not in SCHEMES:

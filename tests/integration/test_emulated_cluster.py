@@ -101,6 +101,11 @@ def test_emulated_cluster_up_controller_matrix_metrics_down(
             live.req("kill", job_id=j)
     finally:
         live.stop()
+    # the key is never logged (issue 13): not by the agents, the relays or the controller
+    assert st.key_file is not None
+    key = Path(st.key_file).read_text().strip()
+    logs = [*state_dir.glob("*.log"), live.log]
+    assert len(logs) >= 3 and all(key not in p.read_text(errors="replace") for p in logs)
     problems = cluster_mod.down(env)[1]
     assert problems == []
     deadline = time.monotonic() + 10

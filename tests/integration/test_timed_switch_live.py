@@ -169,7 +169,9 @@ def test_controller_runs_time_triggered_gang(live: Live) -> None:
     status = live.req("status")
     assert status["switch_mode"] == "time-triggered", status
     assert status["lead_ms"] == pytest.approx(LEAD * 1000)
-    assert status["timed_quanta"] > 50, status
+    # every quantum the controller ran with two gangs was time-triggered (how many it ran
+    # depends on how busy the host is: at least 20 in 3.5 s of 50 ms quanta)
+    assert status["quanta"] >= 20 and status["timed_quanta"] >= 0.9 * (status["quanta"] - 5), status
     # Late plans may happen on a loaded host; most must not be.
     assert status["late_plans"] <= 0.1 * 2 * status["timed_quanta"], status
     assert status["thaw_skew_p50_s"] is not None and status["lateness_p50_s"] is not None

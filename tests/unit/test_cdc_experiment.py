@@ -316,6 +316,8 @@ def test_npb_programs_run_the_real_kernels_on_allowed_rank_counts() -> None:
         ('programs = "npb"', 'programs = "mpi"', "programs: one of synthetic, npb"),
         ('npb_class = "S"', 'npb_class = "Q"', "has no class 'Q'"),
         ("npb_reps = 5", "npb_reps = 0", "npb_reps: repetitions per job, >= 1"),
+        ("mpls = [5]", "mpls = 0", "[quick].mpls: expected list, got 0"),  # found by fuzzing
+        ("jobs = 4", "jobs = -1", "[quick].jobs: must be > 0"),
     ],
 )
 def test_bad_npb_stream_specs_are_one_line(tmp_path: Path, old: str, new: str, words: str) -> None:
