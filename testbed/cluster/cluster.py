@@ -435,6 +435,28 @@ def down(env: Env | None = None) -> tuple[bool, list[str]]:
 # ----------------------------------------------------------------------- status
 
 
+def restart_agent(node: str, env: Env | None = None) -> AgentRecord:
+    """Start ``node``'s agent again with its recorded command (stopping it first if it
+    still runs). Its jobs keep running meanwhile and the new agent reattaches them
+    (agent/jobs.py); the fault suite uses it after a SIGKILL."""
+    env = env or Env()
+    st = state_mod.load(env.sdir())
+    if st is None or st.emulated is not None:
+        raise ClusterError("no local cluster is up", fix="`cosched cluster up --nodes N`")
+    rec = next((a for a in st.agents if a.node == node), None)
+    plan = next((n for n in st.nodes if n.get("name") == node), None)
+    if rec is None or plan is None:
+        names = ", ".join(a.node for a in st.agents)
+        raise ClusterError(f"no agent for node {node!r}", fix=f"one of {names}")
+    env.stop_agent(rec)
+    cg = env.cgroups(layout=Layout.from_dict(st.cgroup_layout))
+    new = env.start_agent(node, plan["netns"], rec.cmd, cg.procs_files(plan["agent_cgroup"]),
+                          rec.log)  # fmt: skip
+    st.agents = [new if a.node == node else a for a in st.agents]
+    state_mod.save(st, env.sdir())
+    return new
+
+
 def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
     """A report of the recorded cluster as the kernel sees it now, or None."""
     env = env or Env()
