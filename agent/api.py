@@ -95,6 +95,7 @@ class AgentAPI:
             raise Refused("bad_request", "hello on an established connection")
         conn.session.conn = secrets.token_hex(16)
         conn.established = True
+        conn.peer_sender = msg.sender
         log.info("session from %s (%s) established", conn.peer, msg.sender)
         caps = self.agent.driver.capabilities
         return wire.HELLO, {

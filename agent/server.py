@@ -21,6 +21,8 @@ from typing import Any
 from agent import wire
 from common.conn import Connection
 
+CONTROLLER = "controller"  # the sender name of the scheduler's sessions (controller/nodes.py)
+
 log = logging.getLogger("agent")
 
 _LISTEN = ("agent-listen",)
@@ -44,6 +46,7 @@ class AgentConn(Connection):
         self.decoder = wire.FrameDecoder(key)
         self.session = wire.Session(key, f"agent:{node}")
         self.established = False
+        self.peer_sender = ""  # the hello's sender: "controller" for the scheduler's sessions
 
 
 class AgentServer:
@@ -100,16 +103,20 @@ class AgentServer:
         conn.write(frame)
 
     def send_event(self, event: dict[str, Any]) -> None:
-        """A job event to every controller session; with none, kept for the next one."""
+        """A job event to every session; kept for the next controller session when no
+        controller (``sender`` "controller") is connected. A tool that connected in
+        between (a status query) must not take an event the controller needs: one did,
+        and a rank's exit was lost for good (tests/faults/test_agent_kill.py)."""
         sessions = self.sessions()
-        if not sessions:
-            self.backlog.append(event)
-            return
         for c in sessions:
             self.send(c, wire.JOB_EVENT, event)
+        if not any(c.peer_sender == CONTROLLER for c in sessions):
+            self.backlog.append(event)
 
     def send_backlog(self, conn: AgentConn) -> None:
-        """Events that found no session, to a newly established one."""
+        """Events that found no controller session, to a newly established one."""
+        if conn.peer_sender != CONTROLLER:
+            return
         while self.backlog:
             self.send(conn, wire.JOB_EVENT, self.backlog.popleft())
 

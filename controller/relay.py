@@ -162,6 +162,7 @@ class Relay:
             return
         conn.session.conn = os.urandom(16).hex()
         conn.established = True
+        conn.peer_sender = msg.sender
         self.failsafe.heard()
         self.pool.maintain(every=HEARTBEAT_EVERY / 2)
         data = {

@@ -102,3 +102,30 @@ def test_controller_sigkill_and_restore_loses_no_job(live: Live) -> None:
 
     rep = clean_mod.clean(cluster_mod.Env(state_dir=str(live.state_dir)))
     assert not (rep.from_state or rep.removed or rep.killed or rep.problems), rep.format()
+
+
+@pytest.mark.root
+@pytest.mark.timeout(600)
+def test_controller_upgrade_with_ten_jobs_running(live: Live) -> None:
+    """Seed 003 §3.1's upgrade while running: shutdown (checkpoint), a new controller
+    process from the checkpoint; all ten jobs carry on and end done."""
+    _start(live)
+    ids = [
+        live.req("submit", spec={"size": 1 + k % 2, "argv": BURN, "name": f"u{k}"})["job_id"]
+        for k in range(10)
+    ]
+    time.sleep(1.0)
+    before = {r["job_id"]: r for r in live.req("jobs", all=True)}
+    assert live.req("shutdown")["path"]
+    assert live.wait_exit() == 0
+    _start(live, "--restore")  # the "new version": a fresh process from the checkpoint
+    after = {r["job_id"]: r for r in live.req("jobs", all=True)}
+    assert sorted(after) == sorted(ids) == sorted(before)
+    for j in ids:  # placements survive the upgrade
+        assert after[j]["nodes"] == before[j]["nodes"], (before[j], after[j])
+    deadline = time.monotonic() + 300
+    while not all(after[j]["state"] in ("done", "failed", "killed") for j in ids):
+        assert time.monotonic() < deadline, after
+        time.sleep(0.3)
+        after = {r["job_id"]: r for r in live.req("jobs", all=True)}
+    assert all(after[j]["state"] == "done" for j in ids), after

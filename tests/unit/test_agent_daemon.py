@@ -296,6 +296,31 @@ def test_event_without_a_session_reaches_the_next_one(
     assert not agent.server.backlog
 
 
+def test_a_tool_session_does_not_take_the_controllers_events(
+    running: tuple[Agent, tuple[str, int]],
+) -> None:
+    """A status query that connects first must not consume the backlog (the fault suite
+    lost a rank's exit that way: the job never ended)."""
+    agent, addr = running
+    agent.server.send_event({"node": "u0", "job_id": "j7", "event": "exit", "exit_code": 0})
+    with AgentClient(addr, KEY, sender="fault-test") as tool:
+        tool.status()
+        tool.poll(0.3)
+        assert not tool.events  # the backlog is the controller's
+        # and an event while only a tool listens: the tool sees it, the backlog keeps it
+        agent.server.send_event({"node": "u0", "job_id": "j8", "event": "exit", "exit_code": 0})
+        deadline = time.monotonic() + 5
+        while not tool.events and time.monotonic() < deadline:
+            tool.poll(0.1)
+        assert [e.data["job_id"] for e in tool.events] == ["j8"]
+    with AgentClient(addr, KEY) as ctl:  # sender "controller"
+        deadline = time.monotonic() + 5
+        while len(ctl.events) < 2 and time.monotonic() < deadline:
+            ctl.poll(0.1)
+        assert [e.data["job_id"] for e in ctl.events] == ["j7", "j8"]
+    assert not agent.server.backlog
+
+
 def test_ended_jobs_are_forgotten_after_a_while(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
