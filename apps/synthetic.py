@@ -64,6 +64,7 @@ development VM, CPython 3.11; see ``--calibrate`` for your machine):
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -761,7 +762,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         print(f"synthetic: {msg}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"synthetic: rank {cfg.rank}: I/O failed: {exc}", file=sys.stderr)
+        fix = (
+            "; free space there or give --dir on another file system"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else ""
+        )
+        where = "" if exc.filename else f" in {cfg.directory or tempfile.gettempdir()}"
+        print(f"synthetic: rank {cfg.rank}: I/O failed{where}: {exc}{fix}", file=sys.stderr)
         return 1
     line = json.dumps(result)
     if cfg.report:

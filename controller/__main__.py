@@ -141,6 +141,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         metrics=a.metrics,
         checkpoint=a.checkpoint,
         checkpoint_every=a.checkpoint_every,
+        connect_timeout=a.connect_timeout,
         restore=a.restore,
         fifo_priority=a.fifo_priority,
         lead_ms=a.lead_ms,

@@ -147,6 +147,8 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             **s.fam.describe(),
             "nodes": [n.name for n in s.nodes],
             "agents": s.pool.connected(),
+            "nodes_unreachable": s.unreachable_nodes(),
+            "rejoins": list(s.rejoins),
             "quanta": s.counters.quanta,
             "skew_p50_s": skew["p50"],
             "skew_p99_s": skew["p99"],

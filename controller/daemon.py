@@ -44,7 +44,7 @@ from common.names import AGENT_PORT, DEFAULT_RUN_DIR, controller_socket
 from controller import checkpoint as ckpt
 from controller.api import Caller, Context, handle
 from controller.metrics import ControllerMetrics
-from controller.nodes import AgentPool, NodeInfo
+from controller.nodes import RECONNECT_EVERY, AgentPool, NodeInfo
 from controller.operator import OperatorConfig
 from controller.quantum import Scheduler
 from controller.relaypool import RelayInfo, RelayPool
@@ -222,7 +222,18 @@ class Daemon:
                     f"refusing to restore: {e}",
                     fix="start without --restore, or give an intact copy with --checkpoint",
                 ) from None
-        self.pool.connect_all(self.cfg.connect_timeout)  # AgentsUnreachable: one line
+        # AgentsUnreachable (one line) only when no agent answers; with some, the
+        # controller runs with the nodes it has, says which are missing, and keeps
+        # trying them in the background (a job placed on one fails with the reason).
+        missing = self.pool.connect_all(self.cfg.connect_timeout, require_all=False)
+        if missing:
+            log.warning(
+                "running with %d of %d nodes; %s; retried every %g s",
+                len(self.cfg.nodes) - len(missing),
+                len(self.cfg.nodes),
+                self.pool.unreachable_line(missing),
+                RECONNECT_EVERY,
+            )
         if payload is not None:
             self.sched.restore(payload)
             self.reconcile_report = self.sched.reconcile()

@@ -228,6 +228,17 @@ def _flags() -> tuple[Flag, ...]:
         ),
         Flag("--restore", {"action": "store_true", "help": "resume from --checkpoint"}),
         Flag(
+            "--connect-timeout",
+            {
+                "type": float,
+                "default": 15.0,
+                "metavar": "S",
+                "help": "wait this long for every agent at start (default 15); then run with "
+                "the nodes that answered and keep trying the others, or stop if none did",
+            },
+            _num,
+        ),
+        Flag(
             "--operator",
             {
                 "action": "append",

@@ -9,7 +9,9 @@ times, not the sum of round trips). In time-triggered mode the command carries
 the instant to apply it at (``at``, agent/plan.py) and is sent ahead of it, so
 the agents' thaws no longer depend on when each frame arrives.
 
-Other duties: connect with retry and reconnect in the background, collect the
+Other duties: connect with retry and reconnect in the background (a thread per
+attempt: a node cut off the network drops SYNs, and a blocking connect stalled
+every quantum for the connect timeout, issue 13's partition test), collect the
 unsolicited ``job_event`` frames, and keep every agent's fail-safe quiet with
 heartbeats whenever no other frame went out recently (agents thaw everything
 after 2 s of silence; that must only happen when the controller is gone).
@@ -21,8 +23,12 @@ it is called with the node's name and the agent's hello data.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import socket
+import struct
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -152,7 +158,15 @@ class AgentPool:
         self.key = key
         self.timeout = timeout
         self.clock = clock
+        # A quantum's acks are awaited at most this long (one deadline for all nodes):
+        # half the request timeout, so that one silent node never keeps the others
+        # waiting for their next frame as long as their 2 s fail-safe.
+        self.ack_timeout = timeout / 2
         self.clients: dict[str, AgentClient | None] = {n.name: None for n in nodes}
+        self._connecting: set[str] = set()
+        self._connected_q: queue.SimpleQueue[tuple[str, AgentClient, dict[str, Any] | None, str]]
+        self._connected_q = queue.SimpleQueue()
+        self._closed = False
         self._last_sent: dict[str, float] = {n.name: 0.0 for n in nodes}
         self._next_try: dict[str, float] = {n.name: 0.0 for n in nodes}
         self._by_name = {n.name: n for n in nodes}
@@ -163,8 +177,13 @@ class AgentPool:
         self.last_fanout_cpu_s = 0.0  # and the CPU they cost this thread
 
     # ---- connections -------------------------------------------------------
-    def connect_all(self, deadline_s: float = 10.0) -> None:
-        """Connect to every agent, retrying until ``deadline_s``; raise if one is missing."""
+    def connect_all(self, deadline_s: float = 10.0, require_all: bool = True) -> list[str]:
+        """Connect to every agent, retrying until ``deadline_s``.
+
+        Returns the nodes still missing then (the background reconnect keeps trying
+        them). Raises :class:`AgentsUnreachable` when none answered, or when one is
+        missing and ``require_all``.
+        """
         end = self.clock() + deadline_s
         while True:
             for n in self.nodes:
@@ -172,10 +191,16 @@ class AgentPool:
                     self._try_connect(n)
             missing = [n for n, c in self.clients.items() if c is None]
             if not missing:
-                return
+                return []
             if self.clock() > end:
-                raise self._unreachable(missing, deadline_s)
+                if require_all or len(missing) == len(self.nodes):
+                    raise self._unreachable(missing, deadline_s)
+                return missing
             time.sleep(0.1)
+
+    def unreachable_line(self, missing: list[str]) -> str:
+        """One line naming the missing agents and why (for a warning)."""
+        return str(self._unreachable(missing, 0).args[0]).replace(" after 0 s", "")
 
     def _unreachable(self, missing: list[str], waited_s: float) -> AgentsUnreachable:
         name = missing[0]
@@ -190,14 +215,48 @@ class AgentPool:
         )
 
     def _try_connect(self, n: NodeInfo) -> bool:
+        """Connect to ``n`` now, blocking (start-up)."""
+        c, hello, err = self._connect(n)
+        return self._install(n, c, hello, err)
+
+    def _connect(self, n: NodeInfo) -> tuple[AgentClient, dict[str, Any] | None, str]:
         c = AgentClient(n.address, self.key, sender="controller", timeout=self.timeout)
         try:
-            hello = c.connect()
+            return c, c.connect(), ""
         except (OSError, wire.WireError, AgentError, TimeoutError) as e:
             c.close()
+            return c, None, getattr(e, "strerror", None) or str(e) or type(e).__name__
+
+    def _connect_in_background(self, n: NodeInfo) -> None:
+        """One attempt in a thread; :meth:`_collect_connections` installs the result."""
+
+        def attempt() -> None:
+            c, hello, err = self._connect(n)
+            if self._closed:
+                c.close()
+                return
+            self._connected_q.put((n.name, c, hello, err))
+
+        self._connecting.add(n.name)
+        threading.Thread(target=attempt, name=f"connect-{n.name}", daemon=True).start()
+
+    def _collect_connections(self) -> None:
+        while True:
+            try:
+                name, c, hello, err = self._connected_q.get_nowait()
+            except queue.Empty:
+                return
+            self._connecting.discard(name)
+            self._install(self._by_name[name], c, hello, err)
+
+    def _install(self, n: NodeInfo, c: AgentClient, hello: dict[str, Any] | None, err: str) -> bool:
+        if hello is None:
             self._next_try[n.name] = self.clock() + RECONNECT_EVERY
-            self._last_error[n.name] = getattr(e, "strerror", None) or str(e) or type(e).__name__
-            log.debug("agent %s at %s:%d not reachable: %s", n.name, *n.address, e)
+            self._last_error[n.name] = err
+            log.debug("agent %s at %s:%d not reachable: %s", n.name, *n.address, err)
+            return False
+        if self._closed or self.clients[n.name] is not None:
+            c.close()
             return False
         if hello.get("node") not in (None, n.name):
             c.close()
@@ -217,6 +276,13 @@ class AgentPool:
         if c is not None:
             # Keep events that arrived before the break.
             self._events.extend(m.data for m in c.events)
+            # Discard what is still unsent: on a link that heals, the kernel would
+            # otherwise deliver the stale quantum frames, and the agent would apply
+            # plans seconds old (freezing jobs nobody schedules) before it saw the FIN.
+            sock = getattr(c, "sock", None)
+            with contextlib.suppress(OSError):
+                if sock is not None:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             c.close()
         self.clients[node] = None
         self._next_try[node] = self.clock() + RECONNECT_EVERY
@@ -231,11 +297,17 @@ class AgentPool:
         return dict(c.hello) if c is not None else {}
 
     def close(self) -> None:
+        self._closed = True
         for n in list(self.clients):
             c = self.clients[n]
             if c is not None:
                 c.close()
             self.clients[n] = None
+        while True:  # attempts that finished meanwhile
+            try:
+                self._connected_q.get_nowait()[1].close()
+            except queue.Empty:
+                break
 
     def sockets(self) -> list[tuple[socket.socket, str]]:
         """Sockets to watch in the main selector (events arrive unsolicited)."""
@@ -276,8 +348,10 @@ class AgentPool:
         # the fan-out alone: every command written (benchmarks/control_scale.py)
         self.last_fanout_s = time.time() - t0
         self.last_fanout_cpu_s = time.thread_time() - c0
+        # one deadline for every ack: n silent nodes must not stall the round n times
+        deadline = time.time() + self.ack_timeout + (max(0.0, at - t0) if at is not None else 0.0)
         for node, (c, seq, sent_ns) in sent.items():
-            wait = self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
+            wait = max(0.0, deadline - time.time())
             try:
                 reply = c.wait_reply(seq, wait)
                 out[node] = QuantumResult(node, reply.data, None, sent_ns)
@@ -365,9 +439,14 @@ class AgentPool:
     def maintain(self, every: float = HEARTBEAT_EVERY) -> None:
         """Reconnect lost agents; heartbeat the ones nothing was sent to for ``every`` s."""
         now = self.clock()
+        self._collect_connections()
         for n in self.nodes:
-            if self.clients[n.name] is None and now >= self._next_try[n.name]:
-                self._try_connect(n)
+            if (
+                self.clients[n.name] is None
+                and n.name not in self._connecting
+                and now >= self._next_try[n.name]
+            ):
+                self._connect_in_background(n)
         due = [
             (name, c)
             for name, c in self.clients.items()
@@ -380,9 +459,10 @@ class AgentPool:
                 self._last_sent[name] = now
             except OSError as e:
                 self._drop(name, e)
+        deadline = time.monotonic() + self.ack_timeout
         for name, c, seq in pending:
             try:
-                c.wait_reply(seq, self.timeout)
+                c.wait_reply(seq, max(0.0, deadline - time.monotonic()))
             except (OSError, TimeoutError, wire.WireError, AgentError) as e:
                 self._drop(name, e)
 

@@ -209,6 +209,9 @@ class Scheduler:
         self.local_sent: dict[str, dict[str, Any]] = {}  # node -> last request it accepted
         self.local_refused: dict[str, object] = {}  # node -> the refusing agent's pid
         self._local_warned: set[str] = set()
+        self._ever_connected: set[str] = set()
+        self._rejoined: set[str] = set()
+        self.rejoins: deque[dict[str, Any]] = deque(maxlen=16)  # the last reconcile_node reports
         self.pool.on_connect = self._agent_connected
         self.policy: Policy = self._new_policy()
         self.fam: Family = make_family(self, self.policy)
@@ -246,7 +249,36 @@ class Scheduler:
 
     # ---- the agents' local scheme (docs/cdc.md) ---------------------------------------
     def _agent_connected(self, node: str, hello: Mapping[str, Any]) -> None:
+        if node in self._ever_connected:
+            self._rejoined.add(node)  # reconciled at the next quantum (reconcile_node)
+        self._ever_connected.add(node)
         self.fam.agent_connected(node, hello)
+
+    def reconcile_node(self, node: str) -> dict[str, Any]:
+        """A node whose agent we reach again (after a partition or an agent restart):
+        ask it what became of our ranks there. An exit sent on the connection that
+        broke is lost to us, so the agent's job list decides; ranks it reports ended
+        (or no longer knows) are recorded, running ones are switched by the next plan.
+        """
+        report: dict[str, Any] = {"node": node, "ended": [], "running": []}
+        st = self.pool.status(node)
+        if st is None:
+            self._rejoined.add(node)  # try again next quantum
+            return report
+        known = {str(j.get("job_id")): j for j in st.get("jobs", [])}
+        for job in list(self.jobs.values()):
+            if not job.active or not any(r.node == node and not r.ended for r in job.ranks):
+                continue
+            info = known.get(str(job.job_id))
+            if info is None:
+                self._rank_ended(job, node, None)
+            elif info.get("state") == "ended":
+                code = info.get("exit_code")
+                self._rank_ended(job, node, code if isinstance(code, int) else None, info)
+            (report["ended"] if job.ended else report["running"]).append(job.job_id)
+        log.info("%s rejoined; reconciled: %s", node, report)
+        self.rejoins.append(report)
+        return report
 
     def local_policy_request(
         self, node: str, scheme: LocalScheme | str, mpl: int = 1
@@ -514,6 +546,9 @@ class Scheduler:
         now = self.mono()
         for ev in self.pool.events():
             self.on_event(ev)
+        rejoined, self._rejoined = sorted(self._rejoined), set()
+        for node in rejoined:
+            self.reconcile_node(node)
         self._class_rules(now)
         self._hand_over()
         planned = self.fam.plan(now)
@@ -605,6 +640,11 @@ class Scheduler:
         for node in results:
             if node not in applied:
                 self._prev_applied.pop(node, None)
+
+    def unreachable_nodes(self) -> list[str]:
+        """Nodes whose agent is not connected or failed its last quantum command."""
+        down = {n for n, ok in self.pool.connected().items() if not ok}
+        return sorted(down | set(self._failing))
 
     def _warn_failed(self, node: str, error: str) -> None:
         """Log a node's failed command once, then once per WARN_EVERY_S with a count.

@@ -73,8 +73,14 @@ class RelayPool:
         self.last_fanout_cpu_s = 0.0
 
     # ---- connections ----------------------------------------------------------
-    def connect_all(self, deadline_s: float = 10.0) -> None:
-        self.up.connect_all(deadline_s)
+    def connect_all(self, deadline_s: float = 10.0, require_all: bool = True) -> list[str]:
+        """Connect to every relay; returns the nodes behind relays still missing."""
+        gone = set(self.up.connect_all(deadline_s, require_all))
+        return [n.name for n in self.nodes if self.relay_of[n.name] in gone]
+
+    def unreachable_line(self, missing: list[str]) -> str:
+        relays = sorted({self.relay_of[n] for n in missing})
+        return f"{len(missing)} node(s) behind unreachable relay(s) {', '.join(relays)}"
 
     def _relay_connected(self, relay: str, hello: Mapping[str, Any]) -> None:
         for node, h in dict(hello.get("agents") or {}).items():

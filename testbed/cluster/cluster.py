@@ -457,6 +457,33 @@ def restart_agent(node: str, env: Env | None = None) -> AgentRecord:
     return new
 
 
+def partition(node: str, heal: bool = False, network: str = "control",
+              env: Env | None = None) -> list[str]:  # fmt: skip
+    """Cut (or, with ``heal``, restore) ``node``'s link to the control or data bridge,
+    or both: the bridge-side port goes down, so packets are dropped both ways while the
+    node keeps its address and the agent keeps running. A fault-injection tool (issue
+    13): a node cut off from the control network longer than the fail-safe timeout thaws
+    its jobs on its own. Returns the ports changed."""
+    env = env or Env()
+    st = state_mod.load(env.sdir())
+    if st is None or st.emulated is not None:
+        raise ClusterError("no local cluster is up", fix="`cosched cluster up --nodes N`")
+    plan = next((n for n in st.nodes if n.get("name") == node), None)
+    if plan is None:
+        names = ", ".join(n["name"] for n in st.nodes)
+        raise ClusterError(f"no node {node!r} in the cluster", fix=f"one of {names}")
+    if network not in ("control", "data", "both"):
+        raise ClusterError(f"unknown network {network!r}", fix="control, data or both")
+    ports = []
+    if network in ("control", "both"):
+        ports.append((CTL_NETNS, plan["ctl_port"]))
+    if network in ("data", "both"):
+        ports.append((DATA_NETNS, plan["data_port"]))
+    for ns, port in ports:
+        (env.net.set_up if heal else env.net.set_down)(ns, port)
+    return [f"{ns}/{port}" for ns, port in ports]
+
+
 def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
     """A report of the recorded cluster as the kernel sees it now, or None."""
     env = env or Env()

@@ -43,7 +43,7 @@ def add_commands(subparsers: Any) -> None:
         "  cosched cluster status\n"
         "  sudo cosched cluster down",
     )
-    sub = cl.add_subparsers(dest="cluster_command", metavar="{up,status,down}")
+    sub = cl.add_subparsers(dest="cluster_command", metavar="{up,status,down,partition,heal}")
     sub.required = True
 
     up = command_parser(
@@ -170,6 +170,32 @@ def add_commands(subparsers: Any) -> None:
     )
     dn.set_defaults(func=cmd_down)
 
+    for name, heal in (("partition", False), ("heal", True)):
+        pt = command_parser(
+            sub,
+            name,
+            "restore a node's network link" if heal else "cut a node off the network (faults)",
+            (
+                "Bring the node's bridge port back up after `cosched cluster partition`; "
+                "the controller reaches the agent again and reconciles its jobs."
+                if heal
+                else "Fault injection: take the node's port on the control (default) or data "
+                "bridge down, so its packets are dropped both ways while the agent keeps "
+                "running. Longer than the agents' fail-safe timeout, the node thaws its "
+                "jobs on its own; `cosched cluster heal NODE` restores it (docs/security.md, "
+                "'Faults')."
+            ),
+            f"  sudo cosched cluster {name} n1\n  sudo cosched cluster {name} n1 --network both",
+        )
+        pt.add_argument("node", help="node name, e.g. n1")
+        pt.add_argument(
+            "--network",
+            default="control",
+            choices=["control", "data", "both"],
+            help="which link (default %(default)s)",
+        )
+        pt.set_defaults(func=cmd_partition, heal=heal)
+
     cn = command_parser(
         subparsers,
         "clean",
@@ -218,6 +244,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}, "
         f"cgroups {st.cgroup_layout.get('mode')}"
     )
+    return 0
+
+
+def cmd_partition(args: argparse.Namespace) -> int:
+    ports = cluster_mod.partition(args.node, heal=args.heal, network=args.network)
+    verb = "healed" if args.heal else "partitioned"
+    print(f"{args.node} {verb}: {', '.join(ports)} {'up' if args.heal else 'down'}")
     return 0
 
 

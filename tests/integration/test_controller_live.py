@@ -59,7 +59,13 @@ class Live:
         self.tcp_port = 0
         self.log = tmp / "controller.log"
 
-    def up(self, cpus_per_node: float | None = 1, cgroup: str = "auto", link: str = "gige") -> None:
+    def up(
+        self,
+        cpus_per_node: float | None = 1,
+        cgroup: str = "auto",
+        link: str = "gige",
+        switch: str = "freezer",
+    ) -> None:
         from agent.__main__ import read_key
         from testbed.cluster import cluster as cluster_mod
         from testbed.cluster.profiles import parse_profile
@@ -71,6 +77,7 @@ class Live:
                 profile=parse_profile(link),
                 cpus_per_node=cpus_per_node,
                 cgroup=cgroup,
+                switch=switch,
             ),
             self.env,
         )

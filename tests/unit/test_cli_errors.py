@@ -203,7 +203,11 @@ def test_controller_daemon_unreachable_agent_is_one_line(
     from controller.nodes import AgentPool
 
     connect_all = AgentPool.connect_all
-    monkeypatch.setattr(AgentPool, "connect_all", lambda self, deadline_s=0: connect_all(self, 0.3))
+    monkeypatch.setattr(
+        AgentPool,
+        "connect_all",
+        lambda self, deadline_s=0, require_all=True: connect_all(self, 0.3, require_all),
+    )
     port = refused_port()
     rc = controller_main(["--policy", "gang", "--agents", f"n0=127.0.0.1:{port}",
                           "--key-file", key_file(tmp_path), "--run-dir", str(tmp_path / "run"),
@@ -266,7 +270,7 @@ def test_controller_daemon_busy_metrics_port_is_one_line(tmp_path: Path) -> None
         cfg = DaemonConfig(policy="gang", params={}, nodes=[node], key=b"k" * 32,
                            run_dir=str(tmp_path), metrics=("127.0.0.1", port))  # fmt: skip
         daemon = Daemon(cfg)
-        daemon.pool.connect_all = lambda deadline_s=0: None  # type: ignore[method-assign]
+        daemon.pool.connect_all = lambda deadline_s=0, require_all=True: []  # type: ignore[method-assign]
         try:
             with pytest.raises(CoschedError, match=f"cannot serve metrics on 127.0.0.1:{port}"):
                 daemon.start()

@@ -98,6 +98,10 @@ class FakeNet:
         self._mut(f"set_up {netns} {ifname}")
         self._links(netns)[ifname]["up"] = True
 
+    def set_down(self, netns: str | None, ifname: str) -> None:
+        self._mut(f"set_down {netns} {ifname}")
+        self._links(netns)[ifname]["up"] = False
+
     def delete_link(self, netns: str | None, ifname: str) -> bool:
         try:
             links = self._links(netns)
