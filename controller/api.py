@@ -113,7 +113,7 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
     if op == "submit":
         if "spec" not in args:
             raise ApiError('submit: missing args.spec, e.g. {"size": 2, "argv": ["./prog"]}')
-        return {"job_id": s.submit(args["spec"], user)}
+        return {"job_id": s.submit(args["spec"], user, operator)}
     if op == "jobs":
         show_all = bool(args.get("all", False))
         return [j.record(now) for _, j in sorted(s.jobs.items()) if show_all or not j.ended]

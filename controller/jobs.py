@@ -34,7 +34,10 @@ CLASSES = (INTERACTIVE, PRODUCTION, STANDBY, BENCHMARK)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SPEC_FIELDS = frozenset({"name", "size", "argv", "class", "env", "cwd", "estimate", "exclusive"})
+SPEC_FIELDS = frozenset(
+    {"name", "size", "argv", "class", "env", "cwd", "estimate", "exclusive", "run_as"}
+)
+_USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$")
 
 
 class SpecError(ValueError):
@@ -57,9 +60,12 @@ class JobSpec:
     cwd: str | None = None
     estimate: float = 3600.0
     exclusive: bool = False
+    # the user the ranks run as when not the submitter: operators only (docs/security.md)
+    run_as: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({"run_as": self.run_as} if self.run_as else {}),
             "name": self.name,
             "size": self.size,
             "argv": list(self.argv),
@@ -149,6 +155,9 @@ def parse_spec(raw: object, nodes: int) -> JobSpec:
         exclusive = False
     if not isinstance(exclusive, bool):
         raise SpecError(f"spec.exclusive: want true or false, got {exclusive!r}")
+    run_as = raw.get("run_as")
+    if run_as is not None and (not isinstance(run_as, str) or not _USER_RE.match(run_as)):
+        raise SpecError(f"spec.run_as: want a user name, got {run_as!r}")
     return JobSpec(
         size=size,
         argv=tuple(argv),
@@ -158,6 +167,7 @@ def parse_spec(raw: object, nodes: int) -> JobSpec:
         cwd=cwd,
         estimate=float(estimate),
         exclusive=exclusive,
+        run_as=run_as,
     )
 
 
@@ -248,6 +258,11 @@ class Job:
         if exit_code is not None:
             self.exit_code = exit_code
 
+    @property
+    def run_user(self) -> str:
+        """Whom the ranks run as: the submitter, or the operator's ``run_as``."""
+        return self.spec.run_as or self.user
+
     def wall_s(self, now: float) -> float:
         """Response time so far (submit to end, or to now): seed 000 §4.2."""
         end = self.end_time if self.end_time is not None else now
@@ -264,6 +279,7 @@ class Job:
             "job_id": self.job_id,
             "name": self.spec.name,
             "user": self.user,
+            "run_as": self.run_user,
             "class": self.job_class,
             "size": self.spec.size,
             "state": self.state,
@@ -313,6 +329,7 @@ class Job:
             cwd=s.get("cwd"),
             estimate=float(s.get("estimate", 3600.0)),
             exclusive=bool(s.get("exclusive", False)),
+            run_as=s.get("run_as") or None,
         )
         state = str(d["state"])
         if state not in STATES:

@@ -334,8 +334,16 @@ class Scheduler:
         self.fam.set_max_slots(self.cfg.max_slots)
 
     # ---- requests ------------------------------------------------------------
-    def submit(self, raw: object, user: str) -> int:
+    def submit(self, raw: object, user: str, operator: bool = False) -> int:
+        """Queue a job of ``user``. Its ranks run as ``user``; an operator may name
+        another user (``run_as``, root included): the only way to a root job for
+        anyone but root itself (docs/security.md)."""
         spec = parse_spec(raw, len(self.nodes))
+        if spec.run_as not in (None, user) and not operator:
+            raise SpecError(
+                f"spec.run_as: only operators may run a job as another user ({user!r} is "
+                f"not one); drop run_as to run it as {user!r}"
+            )
         if self.cfg.user_limit is not None:
             mine = sum(1 for j in self.jobs.values() if j.user == user and not j.ended)
             if mine >= self.cfg.user_limit:
@@ -353,7 +361,13 @@ class Scheduler:
         self.next_id += 1
         self.jobs[job.job_id] = job
         self.held.append(job.job_id)
-        log.info("job %d submitted by %s: %s", job.job_id, user, " ".join(spec.argv))
+        log.info(
+            "job %d submitted by %s%s: %s",
+            job.job_id,
+            user,
+            f" to run as {spec.run_as}" if spec.run_as not in (None, user) else "",
+            " ".join(spec.argv),
+        )
         self._hand_over()
         return job.job_id
 
@@ -448,7 +462,7 @@ class Scheduler:
                     env=env,
                     start_frozen=start_frozen,
                     cwd=job.spec.cwd,
-                    user=job.user,  # the agent runs the ranks as the submitter (agent/runas.py)
+                    user=job.run_user,  # the submitter, or run_as (agent/runas.py)
                 )
             except (AgentError, ConnectionError, OSError) as e:
                 log.error("job %d: launch of rank %d on %s failed: %s", job.job_id, rank, node, e)

@@ -26,7 +26,9 @@ from . import command_parser
 from ._api import CliError, call, common_options, json_arg, print_json
 
 DEFAULT_WATCH = 2.0
-SPEC_KEYS = frozenset({"name", "size", "argv", "class", "env", "cwd", "estimate", "exclusive"})
+SPEC_KEYS = frozenset(
+    {"name", "size", "argv", "class", "env", "cwd", "estimate", "exclusive", "run_as"}
+)
 _CLEAR = "\033[H\033[2J"  # cursor home + clear screen, as watch(1) does
 
 
@@ -121,6 +123,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         ("name", args.name),
         ("estimate", args.estimate),
         ("cwd", args.cwd),
+        ("run_as", args.run_as),
     ):
         if value is not None:
             spec[key] = value
@@ -286,6 +289,14 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument(
         "--exclusive", action="store_true", help="never pair this job with another (paired gang)"
+    )
+    p.add_argument(
+        "--as",
+        dest="run_as",
+        default=None,
+        metavar="USER",
+        help="operators only: run the ranks as USER instead of yourself (root included); "
+        "everyone else's jobs run as the user who submits them (docs/security.md)",
     )
     p.add_argument(
         "--env",

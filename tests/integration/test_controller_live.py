@@ -350,3 +350,22 @@ def test_checkpoint_restore_mid_run_loses_no_job(live: Live) -> None:
     live.start("gang", "--restore", quantum=0.05)
     for j in live.req("jobs"):
         live.req("kill", job_id=j["job_id"])
+
+
+@pytest.mark.root
+def test_an_operator_runs_a_job_as_another_user(live: Live) -> None:
+    """``run_as`` (cosched submit --as): root, an operator, runs a job as nobody; the
+    rank's own uid says so. A non-operator asking is refused (unit test)."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    live.start("gang", quantum=0.1)
+    probe = ["/bin/sh", "-c", "id -u; id -g"]
+    jid = live.req("submit", spec={"size": 1, "argv": probe, "run_as": "nobody"})["job_id"]
+    end = time.monotonic() + 30
+    while (rec := live.req("job", job_id=jid))["state"] not in ("done", "failed", "killed"):
+        assert time.monotonic() < end, rec
+        time.sleep(0.1)
+    assert rec["state"] == "done" and rec["user"] == "root" and rec["run_as"] == "nobody", rec
+    out = Path(rec["ranks"][0]["stdout"]).read_text().split()
+    assert out[-2:] == [str(nobody.pw_uid), str(nobody.pw_gid)], out

@@ -328,3 +328,22 @@ def test_a_node_that_keeps_failing_is_logged_once_per_interval(
     assert len(warned) == 3, [r.getMessage() for r in warned]  # at 0, 30 and 60 s
     assert "failed quanta so far" in warned[1].getMessage()
     assert any(f"n1 answers again after {quanta} failed" in r.getMessage() for r in caplog.records)
+
+
+def test_run_as_is_for_operators_only_and_reaches_the_launch() -> None:
+    s, pool, clock = make()
+    spec = {"size": 1, "argv": ["x"], "run_as": "root"}
+    with pytest.raises(SpecError, match="only operators may run a job as another user"):
+        s.submit(spec, "alice")
+    assert s.jobs == {}  # nothing queued
+    # naming oneself is allowed for anyone (it changes nothing)
+    mine = s.submit({**spec, "run_as": "alice"}, "alice")
+    ops = s.submit({**spec, "run_as": "root"}, "ops", operator=True)
+    plain = s.submit({"size": 1, "argv": ["x"]}, "root")
+    step(s, clock, 3)
+    users = {x["job_id"]: x["user"] for x in pool.launched}
+    assert users == {str(mine): "alice", str(ops): "root", str(plain): "root"}
+    rec = s.jobs[ops].record(clock())
+    assert rec["user"] == "ops" and rec["run_as"] == "root"
+    with pytest.raises(SpecError, match="spec.run_as: want a user name"):
+        s.submit({**spec, "run_as": "no body"}, "ops", operator=True)
