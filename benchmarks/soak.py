@@ -82,6 +82,9 @@ def main() -> int:
     ap.add_argument("--interarrival", type=float, default=1.0, help="mean seconds")
     ap.add_argument("--sample", type=float, default=5.0, help="memory sample period, s")
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--keep-ended", type=int, default=50,
+                    help="the controller's --keep-ended: ended jobs kept in memory, the rest "
+                    "archived (default 50, so the table is full well within the run)")  # fmt: skip
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("soak: needs root (the local cluster)", file=sys.stderr)
@@ -95,18 +98,23 @@ def main() -> int:
     st = state_mod.load(str(tmp / "state"))
     assert st is not None
     port = 19900
+    from controller.policies.registry import REGISTRY
+
+    cdc = a.policy in REGISTRY and REGISTRY[a.policy].family == "cdc"
     log = (tmp / "controller.log").open("ab")
     ctl = subprocess.Popen(
         [sys.executable, "-m", "controller", "--policy", a.policy, "--quantum", "0.2",
          "--cluster-state", str(tmp / "state" / "cluster.json"), "--run-dir", str(tmp),
-         "--metrics", f"127.0.0.1:{port}"],
+         "--metrics", f"127.0.0.1:{port}", "--keep-ended", str(a.keep_ended),
+         *(["--mpl", str(a.mpl)] if cdc else [])],
         cwd=REPO, stdout=log, stderr=log,
     )  # fmt: skip
     client = ControllerClient(str(tmp / "controller.sock"), retry=30)
     samples: list[tuple[float, float, float]] = []
     submitted: list[int] = []
     try:
-        client.request("set", max_slots=a.mpl)
+        if not cdc:
+            client.request("set", max_slots=a.mpl)
         t0 = time.monotonic()
         next_sample = t0
         next_arrival = t0
@@ -142,6 +150,7 @@ def main() -> int:
             time.sleep(0.5)
         samples.append((time.monotonic() - t0, rss_mib([ctl.pid]), rss_mib(agents)))
         metrics = metric_jobs(port)
+        status = client.request("status")
     finally:
         client.close()
         ctl.terminate()
@@ -155,9 +164,12 @@ def main() -> int:
     growth_ag = (last[2] - warm[2]) / warm[2] * 100
     resp = [recs[j]["end_time"] - recs[j]["submit_time"] for j in submitted
             if j in recs and recs[j].get("end_time") and recs[j].get("submit_time")]  # fmt: skip
-    print(f"soak: {a.policy}, {a.nodes} nodes, max {a.mpl} slots, {len(submitted)} jobs over "
+    level = f"MPL {a.mpl}" if cdc else f"max {a.mpl} slots"
+    print(f"soak: {a.policy}, {a.nodes} nodes, {level}, {len(submitted)} jobs over "
           f"{a.duration:g} s (mean interarrival {a.interarrival:g} s)")  # fmt: skip
     print(f"  job states: {dict(states)}; lost {len(lost)}; metrics by state {dict(metrics)}")
+    print(f"  controller table: {status.get('jobs_in_memory')} job(s) in memory (--keep-ended "
+          f"{a.keep_ended}), {status.get('jobs_archived')} archived")  # fmt: skip
     if resp:
         print(f"  response: mean {statistics.fmean(resp):.2f} s, max {max(resp):.2f} s")
     print(f"  memory after warm-up ({warm[0]:.0f} s) -> end ({last[0]:.0f} s): controller "

@@ -97,6 +97,10 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
     params = _policy_params(a)
     if not a.quantum >= MIN_QUANTUM:
         raise ConfigError(f"--quantum must be >= {MIN_QUANTUM} s, got {a.quantum}")
+    if a.keep_ended < 0:
+        raise ConfigError(f"--keep-ended must be >= 0 jobs, got {a.keep_ended}")
+    if not a.connect_timeout > 0:
+        raise ConfigError(f"--connect-timeout must be > 0 s, got {a.connect_timeout:g}")
     if not 0 <= a.lead_ms <= MAX_LEAD_MS:
         raise ConfigError(
             f"--lead-ms must be in 0..{MAX_LEAD_MS:g} ms, got {a.lead_ms:g}",
@@ -142,6 +146,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         checkpoint=a.checkpoint,
         checkpoint_every=a.checkpoint_every,
         connect_timeout=a.connect_timeout,
+        keep_ended=a.keep_ended,
         restore=a.restore,
         fifo_priority=a.fifo_priority,
         lead_ms=a.lead_ms,

@@ -115,10 +115,9 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             raise ApiError('submit: missing args.spec, e.g. {"size": 2, "argv": ["./prog"]}')
         return {"job_id": s.submit(args["spec"], user, operator)}
     if op == "jobs":
-        show_all = bool(args.get("all", False))
-        return [j.record(now) for _, j in sorted(s.jobs.items()) if show_all or not j.ended]
+        return s.records(now, bool(args.get("all", False)))
     if op == "job":
-        return s.get(args.get("job_id")).record(now, with_ranks=True)
+        return s.record(args.get("job_id"), now)
     if op == "matrix":
         return s.matrix_view()
     if op == "slice":

@@ -43,6 +43,7 @@ from common.errors import CoschedError, UsageError
 from common.names import AGENT_PORT, DEFAULT_RUN_DIR, controller_socket
 from controller import checkpoint as ckpt
 from controller.api import Caller, Context, handle
+from controller.archive import JobArchive
 from controller.metrics import ControllerMetrics
 from controller.nodes import RECONNECT_EVERY, AgentPool, NodeInfo
 from controller.operator import OperatorConfig
@@ -70,6 +71,7 @@ class DaemonConfig:
     lead_ms: float = 20.0  # controller/flags.py DEFAULT_LEAD_MS; 0 = immediate mode
     operators: frozenset[str] = field(default_factory=frozenset)
     connect_timeout: float = 15.0
+    keep_ended: int = 200  # ended jobs kept in memory; older ones go to the job archive
     job_env: dict[str, str] = field(default_factory=dict)  # quantum.net_env of the cluster
     relays: list[RelayInfo] = field(default_factory=list)  # controller/relay.py; [] = direct
     user_keys: dict[str, bytes] | None = None  # --user-keys: TCP clients as users
@@ -188,6 +190,23 @@ class Daemon:
             return 0.0
         return min(self.cfg.lead_ms / 1000.0, self.sched.cfg.quantum / 2)
 
+    def archive_path(self) -> str:
+        """Beside the checkpoint when there is one (it outlives /run), else in the run dir."""
+        if self.cfg.checkpoint:
+            return self.cfg.checkpoint + ".jobs.jsonl"
+        return os.path.join(self.cfg.run_dir, "jobs.jsonl")
+
+    def _open_archive(self, restoring: bool) -> JobArchive:
+        """The job archive (controller/archive.py). A fresh start numbers jobs from 1
+        again, so an old archive is moved aside to ``.prev`` rather than mixed in."""
+        path = self.archive_path()
+        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        archive = JobArchive(path)  # ArchiveError (one line) for a link or an open file
+        if not restoring and os.path.exists(path):
+            os.replace(path, path + ".prev")
+            log.info("a fresh start: the previous job archive is now %s.prev", path)
+        return archive
+
     def status_extra(self) -> dict[str, Any]:
         skew = self.sched.skew_percentiles()
         lead = self.lead_s()
@@ -205,6 +224,9 @@ class Daemon:
             "checkpoint": self.last_checkpoint,
             "checkpoint_error": self.last_checkpoint_error,
             "reconcile": self.reconcile_report,
+            "jobs_in_memory": len(self.sched.jobs),
+            "jobs_archived": sum(self.sched.archived_counts.values()),
+            "job_archive": self.sched.archive.path if self.sched.archive else None,
             "pid": os.getpid(),
         }
 
@@ -234,6 +256,8 @@ class Daemon:
                 self.pool.unreachable_line(missing),
                 RECONNECT_EVERY,
             )
+        self.sched.archive = self._open_archive(payload is not None)
+        self.sched.keep_ended = self.cfg.keep_ended
         if payload is not None:
             self.sched.restore(payload)
             self.reconcile_report = self.sched.reconcile()

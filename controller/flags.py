@@ -228,6 +228,18 @@ def _flags() -> tuple[Flag, ...]:
         ),
         Flag("--restore", {"action": "store_true", "help": "resume from --checkpoint"}),
         Flag(
+            "--keep-ended",
+            {
+                "type": int,
+                "default": 200,
+                "metavar": "N",
+                "help": "ended jobs kept in memory (default 200); older ones move to the job "
+                "archive beside the checkpoint (or in the run dir), where `jobs --all` and "
+                "`job` still find them",
+            },
+            _num,
+        ),
+        Flag(
             "--connect-timeout",
             {
                 "type": float,

@@ -67,6 +67,7 @@ from typing import Any
 
 from agent.client import AgentError
 from controller import classes
+from controller.archive import JobArchive
 from controller.families import Family, make_family
 from controller.jobs import (
     BENCHMARK,
@@ -216,6 +217,11 @@ class Scheduler:
         self.policy: Policy = self._new_policy()
         self.fam: Family = make_family(self, self.policy)
         self.jobs: dict[int, Job] = {}
+        # Ended jobs beyond the keep_ended most recent go to the archive (controller/
+        # archive.py) and leave memory; without an archive every job is kept.
+        self.archive: JobArchive | None = None
+        self.keep_ended = 200
+        self.archived_counts: Counter[tuple[str, str]] = Counter()
         self.next_id = 1
         self.held: list[int] = []  # jobs not yet handed to the policy
         self.in_policy: set[int] = set()
@@ -583,6 +589,8 @@ class Scheduler:
         self.counters.quanta += 1
         for ev in self.pool.events():
             self.on_event(ev)
+        if self.counters.quanta % 50 == 0:
+            self.prune_ended()
 
     def _class_rules(self, now: float) -> None:
         dt = 0.0 if self._last_tick is None else max(0.0, now - self._last_tick)
@@ -760,10 +768,55 @@ class Scheduler:
         }
 
     def job_counts(self) -> dict[tuple[str, str], int]:
-        c: Counter[tuple[str, str]] = Counter()
+        """Jobs by (state, class), the archived ones included (the exporter's gauge)."""
+        c: Counter[tuple[str, str]] = Counter(self.archived_counts)
         for j in self.jobs.values():
             c[(j.state, j.job_class)] += 1
         return dict(c)
+
+    def prune_ended(self) -> int:
+        """Move the oldest ended jobs beyond ``keep_ended`` to the archive; returns how
+        many. A job still referenced (held, in the policy) is never moved."""
+        if self.archive is None:
+            return 0
+        ended = [j for j in self.jobs.values() if j.ended and j.job_id not in self.in_policy]
+        extra = len(ended) - self.keep_ended
+        if extra <= 0:
+            return 0
+        ended.sort(key=lambda j: (j.end_time or 0.0, j.job_id))
+        old = ended[:extra]
+        now = self.wall()
+        try:
+            self.archive.append(j.record(now, with_ranks=True) for j in old)
+        except OSError as e:  # keep them in memory; try again later
+            log.warning("cannot archive %d ended job(s) to %s: %s", extra, self.archive.path, e)
+            return 0
+        for j in old:
+            self.archived_counts[(j.state, j.job_class)] += 1
+            del self.jobs[j.job_id]
+        return extra
+
+    def records(self, now: float, show_all: bool) -> list[dict[str, Any]]:
+        """The ``jobs`` request: unfinished jobs, or with ``show_all`` every job, the
+        archived ones included."""
+        out = [j.record(now) for _, j in sorted(self.jobs.items()) if show_all or not j.ended]
+        if show_all and self.archive is not None:
+            drop = ("ranks", "argv")
+            old = {
+                r["job_id"]: {k: v for k, v in r.items() if k not in drop}
+                for r in self.archive.records()
+                if r.get("job_id") not in self.jobs
+            }
+            out = sorted([*old.values(), *out], key=lambda r: int(r["job_id"]))
+        return out
+
+    def record(self, job_id: object, now: float) -> dict[str, Any]:
+        """The ``job`` request: one job with its ranks, from memory or the archive."""
+        if isinstance(job_id, int) and job_id not in self.jobs and self.archive is not None:
+            rec = self.archive.find(job_id)
+            if rec is not None:
+                return rec
+        return self.get(job_id).record(now, with_ranks=True)
 
     # ---- checkpoint / restore (controller/checkpoint.py has the file format) ------------
     def to_payload(self) -> dict[str, Any]:
@@ -774,6 +827,7 @@ class Scheduler:
             "nodes": [n.name for n in self.nodes],
             "config": self.cfg.to_dict(),
             "next_id": self.next_id,
+            "archived_counts": [[st, cls, n] for (st, cls), n in self.archived_counts.items()],
             "q": self.q,
             "saved_at": self.wall(),
             "jobs": [self.jobs[j].to_dict() for j in sorted(self.jobs)],
@@ -799,6 +853,9 @@ class Scheduler:
             job = Job.from_dict(d)
             self.jobs[job.job_id] = job
         self.next_id = max([int(payload.get("next_id", 1)), *[j + 1 for j in self.jobs]])
+        self.archived_counts = Counter(
+            {(str(st), str(cls)): int(n) for st, cls, n in payload.get("archived_counts", [])}
+        )
         self.q = int(payload.get("q", 0))
         self.fam = make_family(self, self.policy)
         self.held, self.in_policy = [], set()

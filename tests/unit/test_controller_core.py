@@ -345,5 +345,5 @@ def test_run_as_is_for_operators_only_and_reaches_the_launch() -> None:
     assert users == {str(mine): "alice", str(ops): "root", str(plain): "root"}
     rec = s.jobs[ops].record(clock())
     assert rec["user"] == "ops" and rec["run_as"] == "root"
-    with pytest.raises(SpecError, match="spec.run_as: want a user name"):
+    with pytest.raises(SpecError, match=r"spec\.run_as: want a user name"):
         s.submit({**spec, "run_as": "no body"}, "ops", operator=True)
