@@ -48,8 +48,8 @@ def test_outside_a_job_it_says_so(
 
 def _args(**kw: Any) -> Any:
     base = {"spec": None, "argv": ["--", "python3", "p.py"], "size": 2, "job_class": None,
-            "name": None, "estimate": None, "cwd": None, "exclusive": False, "env": [], "run_as": None,
-            "tcp": None, "mpi": True}  # fmt: skip
+            "name": None, "estimate": None, "cwd": None, "exclusive": False, "env": [],
+            "run_as": None, "tcp": None, "mpi": True}  # fmt: skip
     base.update(kw)
     return type("A", (), base)()
 
