@@ -254,10 +254,83 @@ def swf_target(lines: list[str]) -> str:
     return "accepted"
 
 
+# ---- the relay's quantum_batch frames (controller/relay.py) ------------------------------
+
+
+class _RelayPool:
+    """Three agents that ack whatever they are sent (the relay's parsing is the target)."""
+
+    def __init__(self) -> None:
+        from controller.nodes import NodeInfo
+
+        self.nodes = [NodeInfo(f"n{i}", ("127.0.0.1", 1), "10.0.0.1") for i in range(3)]
+        self.clients: dict[str, object] = {n.name: object() for n in self.nodes}
+
+    def quantum(self, q: int, commands: dict[str, Any], at: float | None = None,
+                start: float | None = None) -> dict[str, Any]:  # fmt: skip
+        from controller.nodes import QuantumResult
+
+        assert isinstance(q, int) and all(isinstance(j, dict) for j in commands.values())
+        return {n: QuantumResult(n, {"q": q, "jobs": sorted(j)}, None, 1) for n, j in
+                commands.items()}  # fmt: skip
+
+    def maintain(self, every: float = 0.5) -> None:
+        pass
+
+    def connected(self) -> dict[str, bool]:
+        return {n: True for n in self.clients}
+
+
+def _relay() -> Any:
+    from controller.relay import Relay, RelayConfig
+
+    r = Relay(RelayConfig("r0", ("127.0.0.1", 1), [], KEY))
+    r.pool = _RelayPool()
+    r.sent = []
+    r._send = lambda conn, mtype, data, re: r.sent.append((mtype, data))
+    return r
+
+
+_RELAY = _relay()
+
+
+def relay_batch() -> st.SearchStrategy[Any]:
+    """quantum_batch data: well-formed, then with any field or a node's command wrong."""
+    weights = st.dictionaries(st.text(max_size=4), st.integers(0, 1000) | json_value, max_size=3)
+    commands = st.dictionaries(
+        st.sampled_from(["n0", "n1", "n2", "n9", ""]) | st.text(max_size=4),
+        weights | json_value,
+        max_size=4,
+    )
+    good = st.fixed_dictionaries(
+        {"q": st.integers(0, 2**40), "start": st.floats(0, 2e9), "commands": commands},
+        optional={"at": st.floats(0, 2e9) | json_value},
+    )
+    return good | st.dictionaries(st.sampled_from(["q", "start", "commands", "at", "x"]),
+                                  json_value, max_size=4)  # fmt: skip
+
+
+def relay_batch_target(data: Any) -> str:
+    _RELAY.sent.clear()
+    msg = wire.Message(wire.QUANTUM_BATCH, "controller", 1, "", None, 1.0, data)
+    _RELAY._on_message(object(), msg)
+    assert len(_RELAY.sent) == 1, _RELAY.sent  # one answer, whatever came
+    mtype, reply = _RELAY.sent[0]
+    if mtype == wire.ERROR:
+        why = str(reply["reason"])
+        assert reply["code"] and ("quantum_batch" in why or "'" in why), reply
+        return "rejected"
+    assert mtype == wire.ACK, mtype
+    assert set(reply["acks"]) | set(reply["errors"]) == set(data["commands"]), reply
+    assert all(isinstance(v, str) and v for v in reply["errors"].values()), reply
+    return "rejected" if reply["errors"] else "accepted"
+
+
 TARGETS = [
     Target("wire decoder", _frames(), wire_target),
     Target("controller API", api_request(), api_target),
     Target("job specs", job_spec(), spec_target),
     Target("experiment TOML", toml_doc(), toml_target),
     Target("SWF lines", swf_lines(), swf_target),
+    Target("relay batches", relay_batch(), relay_batch_target),
 ]
