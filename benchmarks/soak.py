@@ -172,6 +172,11 @@ def main() -> int:
           f"{a.keep_ended}), {status.get('jobs_archived')} archived")  # fmt: skip
     if resp:
         print(f"  response: mean {statistics.fmean(resp):.2f} s, max {max(resp):.2f} s")
+    mid = samples[(samples.index(warm) + len(samples) - 1) // 2]
+    print(
+        f"  controller RSS at warm-up / half-way / end: {warm[1]:.1f} / {mid[1]:.1f} / "
+        f"{last[1]:.1f} MiB ({(last[1] - mid[1]) / mid[1] * 100:+.1f} % in the second half)"
+    )
     print(f"  memory after warm-up ({warm[0]:.0f} s) -> end ({last[0]:.0f} s): controller "
           f"{warm[1]:.1f} -> {last[1]:.1f} MiB ({growth_ctl:+.1f} %), agents {warm[2]:.1f} -> "
           f"{last[2]:.1f} MiB ({growth_ag:+.1f} %)")  # fmt: skip

@@ -32,7 +32,8 @@ DESCRIPTION = (
     "paired gang and through the simulator) takes --quick and --reuse-cluster. "
     "A [study] spec such as sim-paired-fig10-12.toml runs in the simulator only (no root; "
     "seed 000 Figs. 10-12) and takes --quick; so does a [rajaei] spec "
-    "(rajaei-gang-vs-backfill.toml: seed 001 Figs. 5-9, gang vs lookahead backfilling)."
+    "(rajaei-gang-vs-backfill.toml: seed 001 Figs. 5-9, gang vs lookahead backfilling), "
+    "and a [dhc] spec (dhc.toml: seed 004, DHC's design choices and waste)."
 )
 EXAMPLES = (
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
@@ -46,6 +47,7 @@ EXAMPLES = (
     "  sudo cosched experiment run experiments/sim-vs-live.toml --quick\n"
     "  cosched experiment run experiments/sim-paired-fig10-12.toml --out results/fig10-12\n"
     "  cosched experiment run experiments/rajaei-gang-vs-backfill.toml --quick\n"
+    "  cosched experiment run experiments/dhc.toml --quick\n"
     "  cosched experiment report results/cdc-policies/results.json\n"
     "  cosched experiment report results/paired-vs-gang-2node/results.json"
 )
@@ -126,6 +128,8 @@ def _kind(path: Path) -> str | None:
         return "study"
     if isinstance(doc.get("rajaei"), dict):
         return "rajaei"
+    if isinstance(doc.get("dhc"), dict):
+        return "dhc"
     exp = doc.get("experiment")
     if isinstance(exp, dict) and "mean_runtime" in exp:
         return "validate"
@@ -153,6 +157,10 @@ def _run_delegated(args: argparse.Namespace, kind: str) -> int:
         from testbed.experiment import rajaei
 
         return rajaei.main(argv)
+    if kind == "dhc":
+        from testbed.experiment import dhcstudy
+
+        return dhcstudy.main(argv)
     from testbed.experiment import validate
 
     if args.reuse_cluster:

@@ -1,0 +1,350 @@
+"""Distributed Hierarchical Control: gang scheduling over a buddy tree of controllers
+(seed 004, Feitelson & Rudolph).
+
+P = 2**k PEs; the controller at level ``i``, index ``j`` spans the block of PEs
+``[j * 2**i, (j + 1) * 2**i)`` and its two children are ``(i-1, 2j)`` and
+``(i-1, 2j+1)`` (§2, Fig. 1). A new gang of ``s`` threads climbs from the PE its
+request came from to level ``ceil(lg s)`` (§3.2 step 1); the controllers of that
+level balance the load among themselves (step 2: none, random, ring, cube, from
+root); the chosen controller maps the threads down its subtree (step 3: strive for
+balance, or minimize fragmentation) and controls the gang for its whole life. No
+thread migrates.
+
+Scheduling (§3.3) is a round of length Q = 1 in waves from the root: a controller
+runs its own gangs for its share of the time window it is given, then its two
+children run, in parallel, in what is left. With selective disabling, while a
+controller runs one of its gangs, every subtree holding none of that gang's threads
+runs its own schedule in that slot too. The shares:
+
+* between a controller and its subordinates — ``uniform``: with ``m`` the longest
+  chain of gang counts from the controller down and ``k`` its own gangs, it takes
+  ``k / m`` of the window; ``weight``: ``s1 / (s1 + s2)`` with ``s1`` the threads of
+  its own gangs and ``s2`` those of all gangs below it (frustration between the two
+  is the same as weight, §3.3);
+* among a controller's own gangs — ``uniform`` ``1/n``; ``weight`` ``s_i / S``;
+  ``frustration`` ``1 / (S - s_i)``, normalised (S = the threads of its gangs).
+
+The paper's four algorithms are uniform/uniform, weight/uniform, weight/weight and
+weight/frustration (:data:`ALGORITHMS`).
+
+Choices where the paper is silent (docs/dhc.md):
+
+* a controller's *load* (ring, cube, from root; mapping's ``t1``, ``t2``) is the
+  number of threads mapped to the PEs of its block;
+* ties go to the originating controller, then to the lower index (ring, cube) or
+  to the left child (from root, mapping);
+* "strive for balance" rounds ``s1 = (s + t2 - t1) / 2`` so that the less loaded
+  child takes the odd thread, and never gives a child more than its ``2**(i-1)``
+  PEs;
+* a request from "any running thread" in an empty system comes from a PE drawn
+  uniformly;
+* frustration with one gang at a controller gives it the whole share (S - s_i = 0);
+* selective disabling runs, in a gang's slot, every *maximal* subtree of the
+  controller that holds none of the gang's threads, with the same rules scaled to
+  the slot; the wave then still reaches those subtrees in the normal way.
+
+Pure: no clock, no I/O; random choices come from the seeded generator passed in.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+BALANCING = ("none", "random", "ring", "cube", "root")
+ORIGINS = ("any", "pe0")
+MAPPINGS = ("balance", "fragmentation")
+BETWEEN = ("uniform", "weight")
+WITHIN = ("uniform", "weight", "frustration")
+ALGORITHMS: dict[str, tuple[str, str]] = {
+    "uniform/uniform": ("uniform", "uniform"),
+    "weight/uniform": ("weight", "uniform"),
+    "weight/weight": ("weight", "weight"),
+    "weight/frustration": ("weight", "frustration"),
+}
+
+Ctl = tuple[int, int]  # (level, index)
+
+
+class DhcError(ValueError):
+    """A bad parameter or request (one line, names what is wrong)."""
+
+
+@dataclass(frozen=True)
+class DhcConfig:
+    """The design choices of §3 (defaults: the paper's best-performing ones)."""
+
+    pes: int = 32
+    balancing: str = "cube"
+    origin: str = "any"
+    mapping: str = "fragmentation"
+    between: str = "weight"
+    within: str = "uniform"
+    selective: bool = True
+
+    def __post_init__(self) -> None:
+        if self.pes < 1 or self.pes & (self.pes - 1):
+            raise DhcError(f"dhc: pes must be a power of two >= 1, got {self.pes}")
+        for name, value, allowed in (
+            ("balancing", self.balancing, BALANCING),
+            ("origin", self.origin, ORIGINS),
+            ("mapping", self.mapping, MAPPINGS),
+            ("between", self.between, BETWEEN),
+            ("within", self.within, WITHIN),
+        ):
+            if value not in allowed:
+                raise DhcError(f"dhc: {name} must be one of {', '.join(allowed)}, got {value!r}")
+
+    @property
+    def levels(self) -> int:
+        return self.pes.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class Gang:
+    """A mapped gang: its controller and the PE of each thread."""
+
+    gang_id: int
+    size: int
+    controller: Ctl
+    pes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One gang running from ``start`` for ``length`` of a round of length 1."""
+
+    start: float
+    length: float
+    gang_id: int
+    controller: Ctl
+
+
+def level_for(size: int) -> int:
+    """The level whose blocks fit ``size`` threads: ceil(lg size) (§3.2 step 1)."""
+    return max(0, (size - 1).bit_length())
+
+
+@dataclass
+class DhcTree:
+    """The controller tree with its gangs: placement and the round's schedule."""
+
+    cfg: DhcConfig
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    gangs: dict[int, Gang] = field(default_factory=dict)
+    pe_load: list[int] = field(default_factory=list)
+    own: dict[Ctl, list[int]] = field(default_factory=dict)  # controller -> its gangs
+
+    def __post_init__(self) -> None:
+        if not self.pe_load:
+            self.pe_load = [0] * self.cfg.pes
+
+    # ---- structure ----------------------------------------------------------------------
+    def block(self, c: Ctl) -> range:
+        lvl, idx = c
+        return range(idx << lvl, (idx + 1) << lvl)
+
+    def load(self, c: Ctl) -> int:
+        """Threads mapped to the PEs of ``c``'s block."""
+        r = self.block(c)
+        return sum(self.pe_load[r.start : r.stop])
+
+    @staticmethod
+    def children(c: Ctl) -> tuple[Ctl, Ctl] | None:
+        lvl, idx = c
+        return None if lvl == 0 else ((lvl - 1, 2 * idx), (lvl - 1, 2 * idx + 1))
+
+    @property
+    def root(self) -> Ctl:
+        return (self.cfg.levels, 0)
+
+    # ---- mapping (§3.2) -------------------------------------------------------------------
+    def origin_pe(self) -> int:
+        """Where the next request comes from (the request-origin model)."""
+        if self.cfg.origin == "pe0" or self.cfg.pes == 1:
+            return 0
+        total = sum(self.pe_load)
+        if total == 0:
+            return self.rng.randrange(self.cfg.pes)
+        k = self.rng.randrange(total)  # a thread drawn uniformly: its PE
+        for pe, n in enumerate(self.pe_load):
+            if k < n:
+                return pe
+            k -= n
+        raise AssertionError("unreachable")
+
+    def choose_controller(self, size: int, origin: int) -> Ctl:
+        """Step 2: the controller at the gang's level that takes it."""
+        lvl = level_for(size)
+        if lvl > self.cfg.levels:
+            raise DhcError(f"dhc: a gang of {size} threads exceeds the {self.cfg.pes} PEs")
+        n = self.cfg.pes >> lvl
+        home = origin >> lvl
+        b = self.cfg.balancing
+        if b == "none":
+            return (lvl, home)
+        if b == "random":
+            return (lvl, self.rng.randrange(n))
+        if b == "root":
+            c = self.root
+            while c[0] > lvl:
+                kids = self.children(c)
+                assert kids is not None
+                c = min(kids, key=lambda k: (self.load(k), k[1]))
+            return c
+        if b == "ring":
+            cands = [home, (home - 1) % n, (home + 1) % n]
+        else:  # cube: the hypercube neighbours of this level
+            cands = [home, *(home ^ (1 << d) for d in range(n.bit_length() - 1))]
+        order = {idx: pos for pos, idx in reversed(list(enumerate(cands)))}
+        best = min(order, key=lambda idx: (self.load((lvl, idx)), order[idx]))
+        return (lvl, best)
+
+    def map_threads(self, c: Ctl, s: int) -> list[int]:
+        """Step 3: the PEs of ``s`` threads under ``c``, one thread per PE."""
+        lvl, idx = c
+        if s == 0:
+            return []
+        if lvl == 0:
+            assert s == 1
+            return [idx]
+        kids = self.children(c)
+        assert kids is not None
+        cap = 1 << (lvl - 1)
+        t1, t2 = self.load(kids[0]), self.load(kids[1])
+        d = abs(t1 - t2)
+        if self.cfg.mapping == "balance" and d <= s and d <= cap:
+            # s1 + t1 = s2 + t2 (+-1): the less loaded child takes the odd thread
+            light = (s + t2 - t1 + (1 if t1 <= t2 else 0)) // 2
+            s1 = min(cap, max(0, light))
+            s2 = s - s1
+            if s2 > cap:
+                s1, s2 = s - cap, cap
+        else:  # minimize fragmentation: fill the less loaded child
+            first = 0 if t1 <= t2 else 1
+            take = min(s, cap)
+            s1, s2 = (take, s - take) if first == 0 else (s - take, take)
+        return self.map_threads(kids[0], s1) + self.map_threads(kids[1], s2)
+
+    def place(self, gang_id: int, size: int, origin: int | None = None) -> Gang:
+        """Map a new gang (all three steps); ``origin`` overrides the origin model."""
+        if gang_id in self.gangs:
+            raise DhcError(f"dhc: gang {gang_id} is already mapped")
+        if size < 1:
+            raise DhcError(f"dhc: a gang needs >= 1 thread, got {size}")
+        c = self.choose_controller(size, self.origin_pe() if origin is None else origin)
+        pes = tuple(sorted(self.map_threads(c, size)))
+        g = Gang(gang_id, size, c, pes)
+        self.gangs[gang_id] = g
+        self.own.setdefault(c, []).append(gang_id)
+        for pe in pes:
+            self.pe_load[pe] += 1
+        return g
+
+    def remove(self, gang_id: int) -> None:
+        g = self.gangs.pop(gang_id, None)
+        if g is None:
+            raise DhcError(f"dhc: no gang {gang_id}")
+        self.own[g.controller].remove(gang_id)
+        if not self.own[g.controller]:
+            del self.own[g.controller]
+        for pe in g.pes:
+            self.pe_load[pe] -= 1
+
+    # ---- the round (§3.3) -----------------------------------------------------------------
+    def _below(self, c: Ctl) -> Iterable[Ctl]:
+        """Controllers strictly below ``c`` that control a gang."""
+        r = self.block(c)
+        for d in self.own:
+            if d[0] < c[0] and (d[1] << d[0]) in r:
+                yield d
+
+    def _chain(self, c: Ctl) -> int:
+        """The longest chain of gang counts from ``c`` down (uniform between)."""
+        here = len(self.own.get(c, ()))
+        kids = self.children(c)
+        if kids is None or not any(True for _ in self._below(c)):
+            return here
+        return here + max(self._chain(k) for k in kids)
+
+    def _own_share(self, c: Ctl) -> float:
+        mine = self.own.get(c, [])
+        if not mine:
+            return 0.0
+        if self.cfg.between == "uniform":
+            return len(mine) / self._chain(c)
+        s1 = sum(self.gangs[g].size for g in mine)
+        s2 = sum(self.gangs[g].size for d in self._below(c) for g in self.own[d])
+        return s1 / (s1 + s2)
+
+    def _within(self, c: Ctl) -> list[tuple[int, float]]:
+        mine = self.own.get(c, [])
+        sizes = [self.gangs[g].size for g in mine]
+        if self.cfg.within == "uniform" or len(mine) == 1:
+            w = [1.0] * len(mine)
+        elif self.cfg.within == "weight":
+            w = [float(s) for s in sizes]
+        else:  # frustration: 1 / (threads blocked while it runs)
+            total = sum(sizes)
+            w = [1.0 / (total - s) for s in sizes]
+        tot = sum(w)
+        return [(g, x / tot) for g, x in zip(mine, w, strict=True)]
+
+    def _untouched(self, c: Ctl, pes: frozenset[int]) -> list[Ctl]:
+        """Maximal subtrees of ``c`` holding none of ``pes`` (selective disabling)."""
+        out: list[Ctl] = []
+        kids = self.children(c)
+        if kids is None:
+            return out
+        for k in kids:
+            r = self.block(k)
+            if not any(p in r for p in pes):
+                out.append(k)
+            else:
+                out.extend(self._untouched(k, pes))
+        return out
+
+    def _schedule(self, c: Ctl, t0: float, window: float, out: list[Slot]) -> None:
+        if window <= 0.0 or (c not in self.own and not any(True for _ in self._below(c))):
+            return
+        mine = self._own_share(c) * window
+        t = t0
+        for g, frac in self._within(c):
+            length = frac * mine
+            out.append(Slot(t, length, g, c))
+            if self.cfg.selective:
+                for u in self._untouched(c, frozenset(self.gangs[g].pes)):
+                    self._schedule(u, t, length, out)
+            t += length
+        kids = self.children(c)
+        if kids is not None:
+            for k in kids:
+                self._schedule(k, t0 + mine, window - mine, out)
+
+    def round(self) -> list[Slot]:
+        """One scheduling round of length 1: every gang's slots, by start time."""
+        out: list[Slot] = []
+        self._schedule(self.root, 0.0, 1.0, out)
+        out.sort(key=lambda s: (s.start, s.controller, s.gang_id))
+        return out
+
+    def run_fractions(self) -> dict[int, float]:
+        """Each gang's share of the round: its rate of progress (1/slowdown)."""
+        rf = dict.fromkeys(self.gangs, 0.0)
+        for s in self.round():
+            rf[s.gang_id] += s.length
+        return rf
+
+    def front(self, at: float) -> list[Ctl]:
+        """The controllers scheduling a gang at instant ``at`` of the round (0 <= at < 1)."""
+        return sorted({s.controller for s in self.round() if s.start <= at < s.start + s.length})
+
+
+def pe_busy(slots: Iterable[Slot], tree: DhcTree) -> list[float]:
+    """Per PE, the share of the round it runs a thread (1 - its idle share)."""
+    busy = [0.0] * tree.cfg.pes
+    for s in slots:
+        for pe in tree.gangs[s.gang_id].pes:
+            busy[pe] += s.length
+    return busy
