@@ -744,7 +744,9 @@ class Scheduler:
         shown.update(self.held)
         shown.update(self.in_policy)
         extra = self.fam.describe()
+        tree_view = getattr(self.policy, "tree_view", None)  # DHC: its controllers and front
         return {
+            **({"tree": tree_view()} if callable(tree_view) else {}),
             "policy": self.policy_name,
             **{k: extra[k] for k in ("mpl", "scheme") if k in extra},
             "quantum": self.cfg.quantum,

@@ -177,6 +177,11 @@ def render_matrix(result: Mapping[str, Any]) -> str:
                 where.setdefault(j, "partner")
     for j in alternates:
         where.setdefault(j, "alternate")
+    tree = result.get("tree")
+    if isinstance(tree, Mapping):  # DHC (seed 004): the controllers and the active front
+        lines += _render_tree(tree, names)
+        for j in tree.get("running") or []:
+            where.setdefault(int(j), "front")
     headers = ["JOB", "USER", "CLASS", "SIZE", "STATE", "RUNS"]
     if not wide:
         headers = ["", *headers]
@@ -195,6 +200,24 @@ def render_matrix(result: Mapping[str, Any]) -> str:
     size_col = headers.index("SIZE")
     lines += _table(headers, table, right={size_col, headers.index("JOB")})
     return "\n".join(lines) + "\n"
+
+
+def _render_tree(tree: Mapping[str, Any], names: list[str]) -> list[str]:
+    """DHC's controllers with gangs, indented by level; ``*`` marks the active front."""
+    front = {tuple(c) for c in tree.get("front") or []}
+    ctls = list(tree.get("controllers") or [])
+    top = max((int(c["level"]) for c in ctls), default=0)
+    out = [f"DHC tree: a round of {tree.get('round_quanta')} quanta; the last plan at "
+           f"{float(tree.get('instant', 0)):.2f} of it; * = the active front"]  # fmt: skip
+    for c in ctls:
+        lvl, idx = int(c["level"]), int(c["index"])
+        a, b = (int(x) for x in c["pes"])
+        span = names[a] if a == b else f"{names[a]}-{names[b]}" if b < len(names) else f"{a}-{b}"
+        mark = "*" if (lvl, idx) in front else " "
+        gangs = ", ".join(str(g) for g in c.get("gangs", []))
+        out.append(f"{mark} {'  ' * (top - lvl)}level {lvl} #{idx} [{span}]: jobs {gangs}")
+    out.append("")
+    return out
 
 
 def render_policy(status: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ from functools import partial
 
 from controller.policies.base import BatchPolicy, GangPolicy, PolicyError
 from controller.policies.batch import EASY, FCFS, Conservative
+from controller.policies.dhc import DhcPolicy
 from controller.policies.gang import GangBackfill, GangGreedy, StrictGang
 from controller.policies.lookahead import Lookahead
 from controller.policies.paired import PairedGang
@@ -83,6 +84,12 @@ _ENTRIES: tuple[PolicyEntry, ...] = (
         "gang",
         "paired gang: two complementary rows per quantum (seed 000 §2)",
         PairedGang,
+    ),
+    _entry(
+        "dhc",
+        "gang",
+        "distributed hierarchical control: a buddy tree of controllers (seed 004)",
+        DhcPolicy,
     ),
     _scheme("batch", "BATCH: FIFO space sharing, one job per node (seed 002 §2.1)"),
     _scheme("local", "space sharing up to the MPL; each node's own scheduler, no coscheduling"),

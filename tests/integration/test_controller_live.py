@@ -369,3 +369,31 @@ def test_an_operator_runs_a_job_as_another_user(live: Live) -> None:
     assert rec["state"] == "done" and rec["user"] == "root" and rec["run_as"] == "nobody", rec
     out = Path(rec["ranks"][0]["stdout"]).read_text().split()
     assert out[-2:] == [str(nobody.pw_uid), str(nobody.pw_gid)], out
+
+
+@pytest.mark.root
+def test_dhc_on_the_live_cluster(live: Live) -> None:
+    """Seed 004 live: the controller maps gangs into power-of-two node blocks and turns
+    the tree's waves into quantum commands; never two jobs thawed on a node; every job
+    ends done; `cosched matrix` shows the tree and its active front."""
+    from testbed.views import render_matrix
+
+    live.start("dhc", "--param", "round_quanta=4", quantum=0.05)
+    burn = [sys.executable, "-c", "x = 0\nfor i in range(4_000_000): x += i"]
+    ids = [live.req("submit", spec={"size": s, "argv": burn, "name": f"d{k}"})["job_id"]
+           for k, s in enumerate((2, 1, 1, 2))]  # fmt: skip
+    time.sleep(0.3)
+    m = live.req("matrix")
+    assert m["policy"] == "dhc" and m["tree"]["controllers"], m
+    text = render_matrix(m)
+    assert "DHC tree" in text and "level 1 #0" in text, text
+    violations, samples = _violations(live, 1.5)
+    assert samples > 100 and violations == 0, (violations, samples)
+    end = time.monotonic() + 90
+    while True:
+        recs = {r["job_id"]: r for r in live.req("jobs", all=True)}
+        if all(recs[j]["state"] in ("done", "failed", "killed") for j in ids):
+            break
+        assert time.monotonic() < end, recs
+        time.sleep(0.2)
+    assert all(recs[j]["state"] == "done" for j in ids), recs
