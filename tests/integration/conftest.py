@@ -50,6 +50,14 @@ EMPTY_FOOTPRINT: dict[str, Any] = {"netns": [], "links": [], "cgroups": []}
 
 
 @pytest.fixture
+def free_host() -> None:
+    """Skip (with what is there) when another cluster's objects are on this host:
+    a test that makes its own cluster must not fight one it did not make."""
+    if os.geteuid() == 0 and cosched_footprint() != EMPTY_FOOTPRINT:
+        pytest.skip(f"host already has cosched objects: {cosched_footprint()}")
+
+
+@pytest.fixture
 def root_cluster_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Root-only: a private state dir, a host free of cosched objects, and a
     guaranteed ``clean`` afterwards even when the test fails. Yields the state dir."""

@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_host: None) -> Iterator[Path]:
     d = tmp_path / "state"
     monkeypatch.setenv("COSCHED_STATE_DIR", str(d))
     yield d

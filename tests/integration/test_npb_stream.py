@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local
 
 @pytest.mark.root
 @pytest.mark.timeout(600)
-def test_wl5_of_real_cg_jobs_verifies_under_cc_b(tmp_path: Path) -> None:
+def test_wl5_of_real_cg_jobs_verifies_under_cc_b(tmp_path: Path, free_host: None) -> None:
     text = (
         (REPO / "experiments/cdc-npb.toml")
         .read_text()
