@@ -49,6 +49,7 @@ Pure: no clock, no I/O; random choices come from the seeded generator passed in.
 from __future__ import annotations
 
 import random
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -138,6 +139,10 @@ class DhcTree:
     gangs: dict[int, Gang] = field(default_factory=dict)
     pe_load: list[int] = field(default_factory=list)
     own: dict[Ctl, list[int]] = field(default_factory=dict)  # controller -> its gangs
+    # Per controller, gangs and threads controlled in its subtree (itself included):
+    # kept on place/remove so a round visits only subtrees that hold gangs (P = 4096).
+    sub_gangs: dict[Ctl, int] = field(default_factory=dict)
+    sub_size: dict[Ctl, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.pe_load:
@@ -161,6 +166,23 @@ class DhcTree:
     @property
     def root(self) -> Ctl:
         return (self.cfg.levels, 0)
+
+    def _up(self, c: Ctl, gangs: int, size: int) -> None:
+        """Add to the subtree counts of ``c`` and every controller above it."""
+        lvl, idx = c
+        while lvl <= self.cfg.levels:
+            k = (lvl, idx)
+            n = self.sub_gangs.get(k, 0) + gangs
+            if n:
+                self.sub_gangs[k] = n
+                self.sub_size[k] = self.sub_size.get(k, 0) + size
+            else:
+                self.sub_gangs.pop(k, None)
+                self.sub_size.pop(k, None)
+            lvl, idx = lvl + 1, idx >> 1
+
+    def _has_below(self, c: Ctl) -> bool:
+        return self.sub_gangs.get(c, 0) > len(self.own.get(c, ()))
 
     # ---- mapping (§3.2) -------------------------------------------------------------------
     def origin_pe(self) -> int:
@@ -212,6 +234,8 @@ class DhcTree:
         if lvl == 0:
             assert s == 1
             return [idx]
+        if s == 1 << lvl:  # a full block: both rules give every PE (a shortcut, P = 4096)
+            return list(self.block(c))
         kids = self.children(c)
         assert kids is not None
         cap = 1 << (lvl - 1)
@@ -238,12 +262,7 @@ class DhcTree:
             raise DhcError(f"dhc: a gang needs >= 1 thread, got {size}")
         c = self.choose_controller(size, self.origin_pe() if origin is None else origin)
         pes = tuple(sorted(self.map_threads(c, size)))
-        g = Gang(gang_id, size, c, pes)
-        self.gangs[gang_id] = g
-        self.own.setdefault(c, []).append(gang_id)
-        for pe in pes:
-            self.pe_load[pe] += 1
-        return g
+        return self.record(Gang(gang_id, size, c, pes))
 
     def pin(self, gang_id: int, pes: tuple[int, ...]) -> Gang:
         """Record a gang exactly where its threads already run (a controller restart):
@@ -252,14 +271,19 @@ class DhcTree:
             raise DhcError(f"dhc: gang {gang_id} is already mapped")
         if not pes or len(set(pes)) != len(pes) or not all(0 <= p < self.cfg.pes for p in pes):
             raise DhcError(f"dhc: gang {gang_id}: bad PEs {pes}")
+        pes = tuple(sorted(pes))
         lvl = level_for(len(pes))
         while (pes[0] >> lvl) != (pes[-1] >> lvl):
             lvl += 1
         c = (lvl, pes[0] >> lvl)
-        g = Gang(gang_id, len(pes), c, tuple(pes))
-        self.gangs[gang_id] = g
-        self.own.setdefault(c, []).append(gang_id)
-        for pe in pes:
+        return self.record(Gang(gang_id, len(pes), c, pes))
+
+    def record(self, g: Gang) -> Gang:
+        """Enter a gang already mapped (its controller and sorted PEs chosen)."""
+        self.gangs[g.gang_id] = g
+        self.own.setdefault(g.controller, []).append(g.gang_id)
+        self._up(g.controller, 1, g.size)
+        for pe in g.pes:
             self.pe_load[pe] += 1
         return g
 
@@ -270,22 +294,16 @@ class DhcTree:
         self.own[g.controller].remove(gang_id)
         if not self.own[g.controller]:
             del self.own[g.controller]
+        self._up(g.controller, -1, -g.size)
         for pe in g.pes:
             self.pe_load[pe] -= 1
 
     # ---- the round (§3.3) -----------------------------------------------------------------
-    def _below(self, c: Ctl) -> Iterable[Ctl]:
-        """Controllers strictly below ``c`` that control a gang."""
-        r = self.block(c)
-        for d in self.own:
-            if d[0] < c[0] and (d[1] << d[0]) in r:
-                yield d
-
     def _chain(self, c: Ctl) -> int:
         """The longest chain of gang counts from ``c`` down (uniform between)."""
         here = len(self.own.get(c, ()))
         kids = self.children(c)
-        if kids is None or not any(True for _ in self._below(c)):
+        if kids is None or not self._has_below(c):
             return here
         return here + max(self._chain(k) for k in kids)
 
@@ -296,8 +314,7 @@ class DhcTree:
         if self.cfg.between == "uniform":
             return len(mine) / self._chain(c)
         s1 = sum(self.gangs[g].size for g in mine)
-        s2 = sum(self.gangs[g].size for d in self._below(c) for g in self.own[d])
-        return s1 / (s1 + s2)
+        return s1 / self.sub_size[c]  # s1 + the threads of the gangs below
 
     def _within(self, c: Ctl) -> list[tuple[int, float]]:
         mine = self.own.get(c, [])
@@ -312,22 +329,26 @@ class DhcTree:
         tot = sum(w)
         return [(g, x / tot) for g, x in zip(mine, w, strict=True)]
 
-    def _untouched(self, c: Ctl, pes: frozenset[int]) -> list[Ctl]:
-        """Maximal subtrees of ``c`` holding none of ``pes`` (selective disabling)."""
+    def _untouched(self, c: Ctl, pes: tuple[int, ...]) -> list[Ctl]:
+        """Maximal subtrees of ``c`` holding none of ``pes`` (sorted) that control a
+        gang (selective disabling; a subtree without gangs has nothing to run)."""
         out: list[Ctl] = []
         kids = self.children(c)
         if kids is None:
             return out
         for k in kids:
+            if k not in self.sub_gangs:
+                continue
             r = self.block(k)
-            if not any(p in r for p in pes):
+            i = bisect_left(pes, r.start)
+            if i == len(pes) or pes[i] >= r.stop:
                 out.append(k)
             else:
                 out.extend(self._untouched(k, pes))
         return out
 
     def _schedule(self, c: Ctl, t0: float, window: float, out: list[Slot]) -> None:
-        if window <= 0.0 or (c not in self.own and not any(True for _ in self._below(c))):
+        if window <= 0.0 or c not in self.sub_gangs:
             return
         mine = self._own_share(c) * window
         t = t0
@@ -335,7 +356,7 @@ class DhcTree:
             length = frac * mine
             out.append(Slot(t, length, g, c))
             if self.cfg.selective:
-                for u in self._untouched(c, frozenset(self.gangs[g].pes)):
+                for u in self._untouched(c, self.gangs[g].pes):
                     self._schedule(u, t, length, out)
             t += length
         kids = self.children(c)

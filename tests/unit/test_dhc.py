@@ -80,8 +80,7 @@ def test_time_division_within_a_controller() -> None:
         # would put the small ones lower)
         t2 = tree(pes=8, within=within, selective=False)
         for g, s in enumerate(sizes):
-            t2.gangs[g] = Gang(g, s, (3, 0), tuple(range(s)))
-            t2.own.setdefault((3, 0), []).append(g)
+            t2.record(Gang(g, s, (3, 0), tuple(range(s))))
         got = t2.run_fractions()
         assert [got[g] for g in range(4)] == pytest.approx(want), within
 
@@ -194,7 +193,8 @@ def test_no_pe_runs_two_threads_at_once_and_every_gang_runs(
         # selective disabling never gives a gang less than total disabling does
         if sd:
             plain = DhcTree(DhcConfig(pes=pes, between=between, within=within, selective=False))
-            plain.gangs, plain.own, plain.pe_load = t.gangs, t.own, t.pe_load
+            for g in t.gangs.values():
+                plain.record(g)
             base = plain.run_fractions()
             assert all(rf[g] >= base[g] - 1e-9 for g in rf)
 
