@@ -7,16 +7,19 @@ sizes, execution times and the tree's random choices) are simulated side by
 side, one per core, on 4,096 PEs with the paper's best design (cube balancing,
 minimize fragmentation, selective disabling, weight/uniform) and uniform gang
 sizes at generated load 0.2. Printed per row: seconds per run (wall, the slower
-of the two), each run's measured utilization and threads per PE, and their
-relative difference. The target row is the first whose utilization and threads
-per PE both agree within 1 %; the target is met when that row took under a
-minute.
+of the two), each run's utilization, threads per PE and mean slowdown, and the
+relative difference of each pair. At low load utilization and threads per PE
+mostly measure the sampled workload: work per gang (size times execution time)
+has a coefficient of variation near 1.3, so their spread falls only as
+1.3 / sqrt(gangs). Mean slowdown is the scheduler's own figure. The target row
+is the first where all three agree within 1 %; the target is met when that row
+took under a minute.
 
 Also printed: the per-arrival cost at P = 32 and P = 4096 (ratio), and the cost
 before this benchmark existed, from the issue's notes (0.73 s per arrival at
 P = 4096 when a round scanned every controller and every PE of each gang).
 
-    python benchmarks/dhc_scale.py                 # 2,000 .. 64,000 gangs
+    python benchmarks/dhc_scale.py                 # 4,000 .. 128,000 gangs
     python benchmarks/dhc_scale.py --gangs 4000,16000 --load 0.3
 """
 
@@ -30,12 +33,12 @@ from controller.policies.dhc import DhcConfig
 from testbed.sim.dhc import simulate
 
 
-def one(args: tuple[int, str, float, int, int]) -> tuple[float, float, float, bool]:
+def one(args: tuple[int, str, float, int, int]) -> tuple[float, float, float, bool, float]:
     pes, dist, load, gangs, seed = args
     t0 = time.perf_counter()
     r = simulate(DhcConfig(pes=pes), dist=dist, load=load, gangs=gangs, seed=seed,
                  max_in_system=10_000)  # fmt: skip
-    return time.perf_counter() - t0, r.utilization, r.load_per_pe, r.saturated
+    return time.perf_counter() - t0, r.utilization, r.load_per_pe, r.saturated, r.mean_slowdown
 
 
 def rel(a: float, b: float) -> float:
@@ -47,7 +50,7 @@ def main() -> None:
     ap.add_argument("--pes", type=int, default=4096)
     ap.add_argument("--dist", default="uniform", choices=("uniform", "harmonic", "pow2"))
     ap.add_argument("--load", type=float, default=0.2, help="generated load (low: 0.2)")
-    ap.add_argument("--gangs", default="2000,8000,16000,32000,64000")
+    ap.add_argument("--gangs", default="4000,16000,64000,128000")
     ap.add_argument("--seeds", default="1,2", help="two seeds: the independent runs")
     ap.add_argument("--target", type=float, default=0.01)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds")
@@ -64,7 +67,8 @@ def main() -> None:
           f"({big / small:.1f}x); before: 730 ms at 4096 PEs "
           f"(the old code {0.73 / big:.0f}x slower)")  # fmt: skip
     print(f"{'gangs':>7} {'s/run':>7} {'util 1':>8} {'util 2':>8} {'diff':>7} "
-          f"{'thr/PE 1':>9} {'thr/PE 2':>9} {'diff':>7}")  # fmt: skip
+          f"{'thr/PE 1':>9} {'thr/PE 2':>9} {'diff':>7} {'slow 1':>7} {'slow 2':>7} "
+          f"{'diff':>7}")  # fmt: skip
     met: tuple[int, float] | None = None
     with ProcessPoolExecutor(max_workers=2) as pool:
         for g in (int(x) for x in a.gangs.split(",")):
@@ -72,9 +76,11 @@ def main() -> None:
             secs = max(r1[0], r2[0])
             du, dl = rel(r1[1], r2[1]), rel(r1[2], r2[2])
             flag = " saturated" if r1[3] or r2[3] else ""
+            ds = rel(r1[4], r2[4])
             print(f"{g:>7} {secs:>7.1f} {r1[1]:>8.4f} {r2[1]:>8.4f} {du:>7.2%} "
-                  f"{r1[2]:>9.4f} {r2[2]:>9.4f} {dl:>7.2%}{flag}", flush=True)  # fmt: skip
-            if met is None and du <= a.target and dl <= a.target:
+                  f"{r1[2]:>9.4f} {r2[2]:>9.4f} {dl:>7.2%} {r1[4]:>7.4f} {r2[4]:>7.4f} "
+                  f"{ds:>7.2%}{flag}", flush=True)  # fmt: skip
+            if met is None and max(du, dl, ds) <= a.target:
                 met = (g, secs)
     if met is None:
         print(f"target: no row agreed within {a.target:.0%}: MISSED (give more --gangs)")

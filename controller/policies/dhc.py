@@ -49,9 +49,10 @@ Pure: no clock, no I/O; random choices come from the seeded generator passed in.
 from __future__ import annotations
 
 import random
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from controller.policies.base import GangPolicy, JobRequest, PolicyError, QuantumPlan
 from controller.policies.params import ParamSpec
@@ -193,11 +194,7 @@ class DhcTree:
         if total == 0:
             return self.rng.randrange(self.cfg.pes)
         k = self.rng.randrange(total)  # a thread drawn uniformly: its PE
-        for pe, n in enumerate(self.pe_load):
-            if k < n:
-                return pe
-            k -= n
-        raise AssertionError("unreachable")
+        return bisect_right(list(accumulate(self.pe_load)), k)  # first PE whose sum > k
 
     def choose_controller(self, size: int, origin: int) -> Ctl:
         """Step 2: the controller at the gang's level that takes it."""
@@ -283,9 +280,17 @@ class DhcTree:
         self.gangs[g.gang_id] = g
         self.own.setdefault(g.controller, []).append(g.gang_id)
         self._up(g.controller, 1, g.size)
-        for pe in g.pes:
-            self.pe_load[pe] += 1
+        self._add_load(g.pes, 1)
         return g
+
+    def _add_load(self, pes: tuple[int, ...], d: int) -> None:
+        pl = self.pe_load
+        a, b = pes[0], pes[-1] + 1
+        if b - a == len(pes):  # sorted and distinct, so one run: a slice (P = 4096)
+            pl[a:b] = [x + d for x in pl[a:b]]
+        else:
+            for pe in pes:
+                pl[pe] += d
 
     def remove(self, gang_id: int) -> None:
         g = self.gangs.pop(gang_id, None)
@@ -295,8 +300,7 @@ class DhcTree:
         if not self.own[g.controller]:
             del self.own[g.controller]
         self._up(g.controller, -1, -g.size)
-        for pe in g.pes:
-            self.pe_load[pe] -= 1
+        self._add_load(g.pes, -1)
 
     # ---- the round (§3.3) -----------------------------------------------------------------
     def _chain(self, c: Ctl) -> int:
