@@ -11,7 +11,10 @@ memory is recorded. At the end it checks and prints:
   (done, or failed/killed with a reason); none lost;
 * the controller's exporter agrees with the job records (``cosched_controller_jobs``
   by state against the records' states);
-* daemon memory growth after warm-up (the first fifth of the samples) — target < 5 %.
+* daemon memory growth after warm-up (the first fifth of the samples) — target < 5 %;
+  beside it the controller's live Python objects (``status`` with ``memory``) and the
+  jobs in the system: RSS keeps the allocator's high-water mark of a backlog, objects
+  that return to their warm-up count show nothing leaked.
 
     sudo .venv/bin/python benchmarks/soak.py [--duration 600] [--nodes 8] [--mpl 5]
 """
@@ -111,6 +114,12 @@ def main() -> int:
     )  # fmt: skip
     client = ControllerClient(str(tmp / "controller.sock"), retry=30)
     samples: list[tuple[float, float, float]] = []
+    heap: list[tuple[float, int, int]] = []  # time, Python objects, jobs in the system
+
+    def sample_heap(t: float) -> None:
+        st = client.request("status", memory=True)
+        heap.append((t, int(st["python_objects"]), int(st["jobs_in_system"])))
+
     submitted: list[int] = []
     try:
         if not cdc:
@@ -129,6 +138,7 @@ def main() -> int:
                 next_arrival = now + rng.expovariate(1 / a.interarrival)
             if now >= next_sample:
                 samples.append((now - t0, rss_mib([ctl.pid]), rss_mib(agents)))
+                sample_heap(now - t0)
                 next_sample = now + a.sample
             time.sleep(0.02)
         # drain: everything submitted ends (or is killed after a generous timeout)
@@ -146,9 +156,11 @@ def main() -> int:
                 break
             if time.monotonic() >= next_sample:
                 samples.append((time.monotonic() - t0, rss_mib([ctl.pid]), rss_mib(agents)))
+                sample_heap(time.monotonic() - t0)
                 next_sample = time.monotonic() + a.sample
             time.sleep(0.5)
         samples.append((time.monotonic() - t0, rss_mib([ctl.pid]), rss_mib(agents)))
+        sample_heap(time.monotonic() - t0)
         metrics = metric_jobs(port)
         status = client.request("status")
     finally:
@@ -180,6 +192,14 @@ def main() -> int:
     print(f"  memory after warm-up ({warm[0]:.0f} s) -> end ({last[0]:.0f} s): controller "
           f"{warm[1]:.1f} -> {last[1]:.1f} MiB ({growth_ctl:+.1f} %), agents {warm[2]:.1f} -> "
           f"{last[2]:.1f} MiB ({growth_ag:+.1f} %)")  # fmt: skip
+    # A leak keeps objects; an allocator keeps pages. Python objects at warm-up and at
+    # the end (every job ended, the table at --keep-ended) tell the two apart.
+    hw = heap[max(1, len(heap) // 5) - 1]
+    peak = max(heap, key=lambda h: h[2])
+    obj_growth = (heap[-1][1] - hw[1]) / hw[1] * 100
+    print(f"  controller Python objects at warm-up / end: {hw[1]} / {heap[-1][1]} "
+          f"({obj_growth:+.1f} %); jobs in the system at warm-up {hw[2]}, at most {peak[2]} "
+          f"(at {peak[0]:.0f} s), at the end {heap[-1][2]}")  # fmt: skip
     ok_acc = not lost and all(s in ENDED for s in states)
     ok_met = all(metrics.get(s, 0) == n for s, n in states.items())
     ok_mem = growth_ctl < 5 and growth_ag < 5

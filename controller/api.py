@@ -11,13 +11,14 @@ Seed 003 §3.1 ("gangster", "operator control interface").
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controller.checkpoint import CheckpointError
-from controller.jobs import RequestError, SpecError
+from controller.jobs import ENDED_STATES, RequestError, SpecError
 from controller.operator import ConfigError
 from controller.policies.base import PolicyError
 from controller.quantum import Scheduler
@@ -158,6 +159,11 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             "cluster_cpu_utilization": s.counters.utilization,
         }
         out.update(ctx.daemon.status_extra())
+        if args.get("memory") is True:
+            # on request only (a full heap walk): the soak tells a leak from an
+            # allocator that keeps its high-water mark by these, not by RSS
+            out["python_objects"] = len(gc.get_objects())
+            out["jobs_in_system"] = sum(j.state not in ENDED_STATES for j in s.jobs.values())
         return out
     if op == "checkpoint":
         return {"path": ctx.daemon.write_checkpoint()}

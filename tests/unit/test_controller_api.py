@@ -85,6 +85,9 @@ def test_handlers_and_errors() -> None:
     assert "slice: size" in err(call(c, "bob", "slice", size=0))
     st = call(c, "bob", "status")["result"]
     assert st["policy"] == "gang" and st["agents"] == {"n0": True, "n1": True}
+    assert "python_objects" not in st  # a heap walk only on request
+    mem = call(c, "bob", "status", memory=True)["result"]
+    assert mem["python_objects"] > 1000 and mem["jobs_in_system"] == 1
     assert call(c, "alice", "class", job_id=jid, **{"class": "standby"})["result"]["class"] == (
         "standby"
     )
