@@ -87,6 +87,7 @@ from controller.nodes import NodeInfo, Pool, QuantumResult
 from controller.operator import OperatorConfig
 from controller.policies.base import JobRequest, LocalScheme, QuantumPlan
 from controller.policies.registry import Policy, lookup, make_policy
+from controller.window import Window
 
 log = logging.getLogger("controller.quantum")
 
@@ -231,12 +232,15 @@ class Scheduler:
         self._prev_applied: dict[str, int] = {}
         self._failing: dict[str, tuple[int, float, str]] = {}  # node -> count, last log, error
         self._last_tick: float | None = None
-        self.skews: deque[float] = deque(maxlen=SKEW_WINDOW)
-        self.new_skews: list[float] = []  # drained by the metrics exporter
-        self.thaw_skews: deque[float] = deque(maxlen=SKEW_WINDOW)
-        self.new_thaw_skews: list[float] = []  # drained by the metrics exporter
-        self.lateness: deque[float] = deque(maxlen=SKEW_WINDOW)  # per node and quantum
-        self.freeze_confirms: deque[float] = deque(maxlen=SKEW_WINDOW)
+        # Fixed windows (controller/window.py): memory does not grow as they fill.
+        self.skews = Window(SKEW_WINDOW)
+        # Drained by the metrics exporter at each scrape; bounded, so a controller
+        # nobody scrapes (or one without --metrics) keeps only the last window.
+        self.new_skews: deque[float] = deque(maxlen=SKEW_WINDOW)
+        self.thaw_skews = Window(SKEW_WINDOW)
+        self.new_thaw_skews: deque[float] = deque(maxlen=SKEW_WINDOW)
+        self.lateness = Window(SKEW_WINDOW)  # per node and quantum
+        self.freeze_confirms = Window(SKEW_WINDOW)
         self.new_late = 0  # drained by the metrics exporter
         self.slot_runs: Counter[int] = Counter()
         self.counters = Counters()
