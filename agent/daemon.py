@@ -739,9 +739,13 @@ class Agent:
     # ---- metrics ---------------------------------------------------------
     def snapshot(self) -> Snapshot:
         with self.lock:
-            cgs = {j.job_id: j.cgroup for j in self.jobs.values() if not j.ended}
+            live = [j for j in self.jobs.values() if not j.ended]
+            cgs = {j.job_id: j.cgroup for j in live}
+            now = time.monotonic()
+            frozen_s = {j.job_id: j.frozen_for(now) for j in live}
         snap = Snapshot(
             node=self.cfg.node,
+            job_frozen_s=frozen_s,
             heartbeat_age_s=self.failsafe.age(),
             failsafe_active=self.failsafe.active,
             cdc=self.local.last_status if self.local.active else None,

@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,10 @@ class Job:
     pids: dict[int, int] = field(default_factory=dict)  # rank -> pid
     exit_codes: dict[int, int | None] = field(default_factory=dict)
     weight: int = DEFAULT_WEIGHT
+    # Monotonic instant the job was last frozen while it has stayed frozen since,
+    # else None: kept by __setattr__ below, so every place that sets ``frozen``
+    # keeps it right (the exporter's cosched_agent_job_frozen_seconds).
+    frozen_since: float | None = field(default=None, init=False, repr=False, compare=False)
     frozen: bool = False
     reattached: bool = False  # found after an agent restart: not our children
     ended: bool = False
@@ -57,6 +62,20 @@ class Job:
     net_delay_s: float = 0.0  # userspace link delay the library applies (NIC view waits too)
     ended_at: float = 0.0  # monotonic; the agent forgets ended jobs after a while
     user: str = ""  # who the ranks run as (agent/runas.py); "" = unknown (reattached)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "frozen":
+            if not value:
+                object.__setattr__(self, "frozen_since", None)
+            elif not self.__dict__.get("frozen", False):
+                object.__setattr__(self, "frozen_since", time.monotonic())
+        object.__setattr__(self, name, value)
+
+    def frozen_for(self, now: float | None = None) -> float:
+        """Seconds the job has been frozen without a break (0 while it runs)."""
+        if not self.frozen or self.frozen_since is None:
+            return 0.0
+        return max(0.0, (time.monotonic() if now is None else now) - self.frozen_since)
 
     def summary(self) -> dict[str, object]:
         return {

@@ -48,6 +48,7 @@ class Snapshot:
 
     node: str
     job_cpu_ns: dict[str, int] = field(default_factory=dict)
+    job_frozen_s: dict[str, float] = field(default_factory=dict)  # 0 while the job runs
     node_cpu_ns: int | None = None  # usage of the node's parent cgroup
     capacity_cpus: float = 1.0
     heartbeat_age_s: float = 0.0
@@ -107,6 +108,14 @@ class _AgentCollector(Collector):
         for jid, ns in sorted(snap.job_cpu_ns.items()):
             cpu.add_metric([snap.node, jid], ns / 1e9)
         yield cpu
+        frozen = GaugeMetricFamily(
+            "cosched_agent_job_frozen_seconds",
+            "Seconds a job has been frozen on this node without a break (0 while it runs)",
+            labels=["node", "job_id"],
+        )
+        for jid, secs in sorted(snap.job_frozen_s.items()):
+            frozen.add_metric([snap.node, jid], secs)
+        yield frozen
         yield GaugeMetricFamily(
             "cosched_agent_controller_heartbeat_age_seconds",
             "Seconds since the controller was last heard",

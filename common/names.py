@@ -55,7 +55,13 @@ def cluster_state_path(directory: str | None = None) -> str:
 # -- ports ----------------------------------------------------------------------
 
 AGENT_PORT = 7070  # every node's agent, on the node's control address
-METRICS_PORT = 9100  # every node's agent's Prometheus exporter
+# Exporter ports (docs/monitoring.md). 9100 is node_exporter's, held on every real
+# node. Prometheus's "Default port allocations" wiki tracks 9090-9094 for its own
+# components and 9100-9999 for public exporters (a range now fully allocated);
+# for internal applications its exporter guidelines recommend ports outside that
+# range. 9096 and 9097 are in neither list.
+METRICS_PORT = 9096  # every node's agent's Prometheus exporter
+CONTROLLER_METRICS_PORT = 9097  # the controller's exporter (`--metrics HOST:9097`)
 CONTROLLER_PORT = 7000  # the port the docs and examples give `--listen-tcp`
 
 # -- job classes (seed 003 §3.1; the rules are controller/classes.py) ----------

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.addr import addr_arg, format_addr
-from common.names import AGENT_PORT, DEFAULT_RUN_DIR, RUN_DIR_ENV, run_dir
+from common.names import (
+    AGENT_PORT,
+    CONTROLLER_METRICS_PORT,
+    DEFAULT_RUN_DIR,
+    RUN_DIR_ENV,
+    run_dir,
+)
 from controller.policies.registry import REGISTRY
 from controller.policies.registry import names as policy_names
 
@@ -204,7 +210,9 @@ def _flags() -> tuple[Flag, ...]:
                 "type": addr_arg(),
                 "default": None,
                 "metavar": "HOST:PORT",
-                "help": "Prometheus exporter address",
+                "help": "serve the Prometheus exporter on this address (default off; its"
+                f" documented port is {CONTROLLER_METRICS_PORT}, e.g."
+                f" 10.212.0.254:{CONTROLLER_METRICS_PORT}; docs/monitoring.md)",
             },
             format_addr,
         ),

@@ -35,6 +35,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "calibrate": ("calibrate",),
     "app": ("app",),
     "cluster": ("cluster", "clean"),
+    "monitor": ("monitor",),
 }
 
 DESCRIPTION = """\
@@ -58,6 +59,8 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
                                             context switch on the live cluster (root)
   cosched app list | run cg --ranks 4       the apps (NPB-like kernels, synthetic presets,
                                             QCRD) as local processes, no scheduler
+  cosched monitor up | status | down        Prometheus scraping the local cluster's
+                                            agents and controller (rules, alerts)
 
 Every COMMAND has --help with a description and examples.
 """

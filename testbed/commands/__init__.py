@@ -10,6 +10,7 @@ module                      commands
 ``experiment``              ``experiment run|report``
 ``calibrate``               ``calibrate``
 ``app``                     ``app list|run``
+``monitor``                 ``monitor up|down|status``
 ==========================  ===============================================
 
 Each module exposes ``add_commands(subparsers)``; each command is a function

@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
+from common.names import METRICS_PORT
 from testbed.cluster import clean as clean_mod
 from testbed.cluster import cli
 from testbed.cluster import cluster as cl
@@ -47,7 +48,7 @@ http.server.HTTPServer((host, int(port)), H).serve_forever()
 
 
 def stub_agent_command(node: str, ctl_ip: str, key_file: str, cgroup: str, **_: Any) -> list[str]:
-    return [sys.executable, "-c", STUB_AGENT, f"{ctl_ip}:9100"]
+    return [sys.executable, "-c", STUB_AGENT, f"{ctl_ip}:{METRICS_PORT}"]
 
 
 def stub_env(state_dir: Path) -> cl.Env:

@@ -131,7 +131,7 @@ def test_start_offers_every_daemon_flag() -> None:
 def test_start_hands_on_exactly_what_was_given() -> None:
     given = ["--policy", "paired-gang", "--param", "band=0.2", "--param", "margin=0.1",
              "--agents", "n0=10.0.0.1:7070", "--capacity", "1.5", "--key-file", "/k",
-             "--listen-tcp", "[::1]:7000", "--metrics", "0.0.0.0:9100", "--checkpoint", "/c",
+             "--listen-tcp", "[::1]:7000", "--metrics", "0.0.0.0:9097", "--checkpoint", "/c",
              "--checkpoint-every", "2", "--restore", "--operator", "ops", "--fifo-priority", "0",
              "--log-level", "DEBUG", "--agent-port", "7171"]  # fmt: skip
     args = _start_parser().parse_args(["controller", "start", *given, "--run-dir", "/tmp/r"])
@@ -140,7 +140,7 @@ def test_start_hands_on_exactly_what_was_given() -> None:
     parsed = _daemon_parser().parse_args(argv[3:])
     assert parsed.quantum == 1.0  # start's default, handed on
     assert parsed.run_dir == "/tmp/r"
-    assert parsed.listen_tcp == ("::1", 7000) and parsed.metrics == ("0.0.0.0", 9100)
+    assert parsed.listen_tcp == ("::1", 7000) and parsed.metrics == ("0.0.0.0", 9097)
     assert parsed.param == ["band=0.2", "margin=0.1"] and parsed.operator == ["ops"]
     assert (parsed.capacity, parsed.checkpoint_every, parsed.fifo_priority) == (1.5, 2.0, 0)
     assert parsed.restore and parsed.agent_port == 7171 and parsed.log_level == "DEBUG"

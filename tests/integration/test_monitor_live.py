@@ -1,0 +1,198 @@
+"""``cosched monitor`` end to end on a real 2-node cluster (root).
+
+Phase 1, paired gang with the controller's exporter on: ``cosched monitor up``,
+a small job, then until ``up`` is 1 for both agents and the controller, and
+until every recording rule of the utilization, matching and skew groups has
+data. Phase 2, the controller restarted under dcs (the agents run the local
+scheme and export the CDC counters and the message delay): the cdc group's
+rules have data. Every Grafana dashboard under grafana/dashboards/ (if any):
+each panel's ``expr`` returns data in one of the two phases. Then ``cosched
+monitor down`` leaves no process and no file. Everything is torn down on
+failure too (the fixture checks the host is clean).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from common.names import CONTROLLER_METRICS_PORT
+from testbed import monitor as mon
+from tests.integration.test_controller_live import Live
+
+REPO = Path(__file__).resolve().parents[2]
+DASHBOARDS = REPO / "grafana" / "dashboards"
+# ~10 s of wall time, then it ends on its own.
+SHORT = ["python3", "-c", "import time\nt=time.time()\nwhile time.time()-t<10: pass"]
+
+
+def _groups() -> dict[str, list[str]]:
+    import re
+
+    text = (REPO / "prometheus/rules/recording.yml").read_text()
+    out: dict[str, list[str]] = {}
+    for block in text.split("  - name: ")[1:]:
+        name = block.split()[0]
+        out[name] = re.findall(r"record: (\S+)", block)
+    return out
+
+
+def _synthetic(iterations: int) -> list[str]:
+    return [sys.executable, "-m", "apps.synthetic", "--gcomp", "150000", "--iterations",
+            str(iterations), "--connect-timeout", "20", "--comm", "nn", "--msg-bytes", "8192",
+            "--comm-rounds", "1"]  # fmt: skip
+
+
+class Prom:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        q = urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=5) as resp:
+            body = json.load(resp)
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def wait(self, expr: str, timeout: float, ok: Any = bool) -> tuple[list[dict[str, Any]], float]:
+        t0 = time.monotonic()
+        result: list[dict[str, Any]] = []
+        while time.monotonic() - t0 < timeout:
+            result = self.query(expr)
+            if ok(result):
+                return result, time.monotonic() - t0
+            time.sleep(0.5)
+        raise AssertionError(f"{expr}: no data within {timeout:g} s (last {result})")
+
+
+def _free_port() -> int:
+    for _ in range(100):
+        port = random.randrange(20000, 32000)
+        if mon.port_free(mon.LISTEN_HOST, port):
+            return port
+    raise AssertionError("no free port below 32768")
+
+
+def _cli(*args: str, env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def _dashboards() -> list[tuple[str, str, str]]:
+    """(file, panel title, expr) of every panel target of every dashboard there is."""
+    out = []
+    for path in sorted(DASHBOARDS.glob("**/*.json")) if DASHBOARDS.is_dir() else []:
+        dash = json.loads(path.read_text())
+        dash = dash.get("dashboard", dash)  # an API export wraps it
+        for title, expr in mon.dashboard_exprs(dash):
+            out.append((path.name, title, mon.substitute_grafana_vars(expr, interval="1m")))
+    return out
+
+
+def _check_dashboards(prom: Prom, passed: set[tuple[str, str, str]]) -> None:
+    for item in _dashboards():
+        if item not in passed and prom.query(item[2]):
+            passed.add(item)
+
+
+@pytest.mark.root
+def test_monitor_up_scrapes_the_cluster_and_down_leaves_nothing(
+    root_cluster_env: Path, tmp_path: Path
+) -> None:
+    if shutil.which("prometheus") is None:
+        pytest.skip("prometheus not installed")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 cores: one per node")
+    lv = Live(root_cluster_env, tmp_path)
+    env = dict(os.environ, COSCHED_STATE_DIR=str(root_cluster_env), COSCHED_RUN_DIR=str(tmp_path))
+    port = _free_port()
+    paths = mon.monitor_paths(str(root_cluster_env))
+    daemon: mon.Daemon | None = None
+    groups = _groups()
+    passed: set[tuple[str, str, str]] = set()
+    try:
+        lv.up()
+        host_ip = lv.st.addresses["host_ctl_ip"]
+        metrics = ["--metrics", f"{host_ip}:{CONTROLLER_METRICS_PORT}"]
+        lv.start("paired-gang", *metrics, quantum=0.1)
+
+        t0 = time.monotonic()
+        out = _cli("monitor", "up", "--port", str(port), "--run-dir", str(tmp_path), env=env)
+        print(out)
+        daemon = mon.read_pidfile(paths.pidfile)
+        assert daemon is not None and mon.alive(daemon)
+        assert f"http://127.0.0.1:{port}" in out
+        assert f"{host_ip}:{CONTROLLER_METRICS_PORT}" in out and "10.212.0.2:9096" in out
+        prom = Prom(daemon.url)
+        lv.req("submit", spec={"size": 2, "argv": SHORT, "name": "m"})
+
+        up, _ = prom.wait("up == 1", 60, ok=lambda r: len(r) == 3)  # 2 agents + the controller
+        took = time.monotonic() - t0
+        print(f"all 3 targets up {took:.1f} s after `cosched monitor up` began")
+        assert {(s["metric"]["job"], s["metric"]["node"]) for s in up} == {
+            ("cosched-agent", "n0"),
+            ("cosched-agent", "n1"),
+            ("cosched-controller", "host"),
+        }
+        status = _cli("monitor", "status", env=env)
+        assert status.count(" up") >= 3, status
+
+        for group in ("cosched-utilization", "cosched-matching", "cosched-skew"):
+            for rule in groups[group]:
+                res, waited = prom.wait(rule, 60)
+                values = [s["value"][1] for s in res]
+                print(f"{rule}: {values} ({waited:.1f} s)")
+        # Per-node series carry the node's label, from the target or the agent.
+        nodes = prom.query("node:cosched_agent_node_cpu_utilization_ratio:avg1m")
+        assert {s["metric"]["node"] for s in nodes} == {"n0", "n1"}
+        assert not prom.query('{__name__=~".+", exported_node!=""}')
+        _check_dashboards(prom, passed)
+
+        # Phase 2: a communication-driven scheme, for the CDC metrics.
+        time.sleep(max(0.0, 12 - (time.monotonic() - t0)))  # let the short job end
+        lv.stop()
+        lv.start("dcs", "--mpl", "2", *metrics, quantum=0.1)
+        lv.req("submit", spec={"size": 2, "argv": _synthetic(400), "name": "c", "cwd": str(REPO)})
+        for rule in groups["cosched-cdc"]:
+            res, waited = prom.wait(rule, 90)
+            print(f"{rule}: {[s['value'][1] for s in res]} ({waited:.1f} s)")
+        _check_dashboards(prom, passed)
+        missing = [d for d in _dashboards() if d not in passed]
+        print(f"dashboards: {len(_dashboards())} panel targets, {len(passed)} with data")
+        assert not missing, f"dashboard expressions without data: {missing}"
+    finally:
+        with contextlib.suppress(Exception):
+            print(_cli("monitor", "down", env=env))
+        mon.down(str(root_cluster_env))  # in case the command failed
+        lv.stop()
+        with contextlib.suppress(Exception):
+            lv.down()
+    assert not paths.root.exists()
+    assert daemon is not None and not mon.alive(daemon)
+    strays = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(paths.root) in a for a in (p.info["cmdline"] or []))
+    ]
+    assert strays == []
