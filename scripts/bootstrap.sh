@@ -2,7 +2,8 @@
 # Create the project virtualenv and install cosched with its test tools.
 # As root, also the Debian packages the tests use: prometheus (promtool lints the
 # exporters; the server is scraped in end-to-end runs) and Open MPI (openmpi-bin,
-# libopenmpi-dev: mpirun for the apps over real MPI; mpi4py builds against it).
+# libopenmpi-dev: mpirun for the apps over real MPI; mpi4py builds against it),
+# openssh-server (the deploy test's nodes) and vagrant (validates the Vagrantfile).
 set -euo pipefail
 venv=${1:-.venv}
 py=${PYTHON:-python3}
@@ -11,6 +12,10 @@ if [ "$(id -u)" = 0 ]; then
   command -v promtool >/dev/null 2>&1 || debs+=(prometheus)
   command -v mpirun >/dev/null 2>&1 || debs+=(openmpi-bin)
   command -v mpicc >/dev/null 2>&1 || debs+=(libopenmpi-dev)
+  # Deployment tests (issue 10): sshd inside each emulated node, and
+  # `vagrant validate` on the Vagrantfile.
+  [ -x /usr/sbin/sshd ] || debs+=(openssh-server)
+  command -v vagrant >/dev/null 2>&1 || debs+=(vagrant)
   if [ ${#debs[@]} -gt 0 ]; then
     echo "installing Debian packages: ${debs[*]}"
     export DEBIAN_FRONTEND=noninteractive
