@@ -60,6 +60,10 @@ CONTROLLER_NODE = "host"  # the controller's node label: it runs on the host
 REPO = Path(__file__).resolve().parents[1]
 RULES_DIR = REPO / "prometheus" / "rules"
 DASHBOARDS_DIR = REPO / "grafana" / "dashboards"
+GRAFANA_PROVISIONING = REPO / "grafana" / "provisioning"
+# What grafana/provisioning/*.yml read from Grafana's environment.
+GRAFANA_URL_ENV = "COSCHED_PROMETHEUS_URL"
+GRAFANA_DASHBOARDS_ENV = "COSCHED_GRAFANA_DASHBOARDS"
 
 
 class MonitorError(CoschedError):
@@ -146,8 +150,13 @@ def render_config(
     *,
     rule_files: Sequence[str] = ("rules/recording.yml", "rules/alerts.yml"),
     scrape_interval_s: float = SCRAPE_INTERVAL_S,
+    run_id: str | None = None,
 ) -> str:
-    """``prometheus.yml`` for these targets: the layout of prometheus/prometheus.yml."""
+    """``prometheus.yml`` for these targets: the layout of prometheus/prometheus.yml.
+
+    ``run_id`` becomes a ``run`` label on every target, so series of one
+    ``monitor up`` can be told from another's (the experiment dashboard's $run).
+    """
     interval = _duration(scrape_interval_s)
     timeout = _duration(max(0.5, scrape_interval_s * 0.8))
     lines = [
@@ -173,6 +182,7 @@ def render_config(
                 f"      - targets: [{_q(t.address)}]",
                 "        labels:",
                 f"          node: {_q(t.node)}",
+                *([f"          run: {_q(run_id)}"] if run_id else []),
             ]
         if not targets:
             out[-1] = "    static_configs: []"
@@ -381,10 +391,19 @@ def _tail(path: Path, nbytes: int = 600) -> str:
     return lines[-1] if lines else "no output"
 
 
-def spawn(name: str, cmd: list[str], log: Path, pidfile: Path, url: str, cwd: Path) -> Daemon:
+def spawn(
+    name: str,
+    cmd: list[str],
+    log: Path,
+    pidfile: Path,
+    url: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+) -> Daemon:
     with append_private(str(log)) as out:
         proc = subprocess.Popen(
             cmd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -422,6 +441,11 @@ class UpReport:
     notes: list[str]
     grafana: Daemon | None = None
     grafana_note: str = ""
+    run_id: str = ""  # the run label on every target
+
+
+def default_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 
 def find_grafana() -> str | None:
@@ -433,6 +457,7 @@ def prepare(
     st: ClusterState,
     run_dir: str | None,
     scrape_interval_s: float = SCRAPE_INTERVAL_S,
+    run_id: str | None = None,
 ) -> tuple[list[Target], Target | None, list[str]]:
     """Write the configuration and the rules under ``paths.root``; return the targets."""
     agents, notes = agent_targets(st)
@@ -452,7 +477,13 @@ def prepare(
         shutil.copyfile(src, paths.rules / src.name)
         rule_files.append(f"rules/{src.name}")
     paths.config.write_text(
-        render_config(agents, ctl, rule_files=rule_files, scrape_interval_s=scrape_interval_s)
+        render_config(
+            agents,
+            ctl,
+            rule_files=rule_files,
+            scrape_interval_s=scrape_interval_s,
+            run_id=run_id,
+        )
     )
     return agents, ctl, notes
 
@@ -467,8 +498,12 @@ def up(
     directory: str | None = None,
     wait_s: float = 30.0,
     scrape_interval_s: float = SCRAPE_INTERVAL_S,
+    run_id: str | None = None,
 ) -> UpReport:
-    """Start Prometheus (and Grafana if asked and installed); roll back on any failure."""
+    """Start Prometheus (and Grafana if asked and installed); roll back on any failure.
+
+    ``run_id`` (default: the UTC start time) labels every target ``run``.
+    """
     paths = monitor_paths(directory)
     old = read_pidfile(paths.pidfile)
     if old is not None and alive(old):
@@ -485,7 +520,8 @@ def up(
         raise MonitorError(f"{LISTEN_HOST}:{port} is taken", fix="give another --port")
     down(directory)  # a previous run's leftovers (its Prometheus is gone)
     try:
-        agents, ctl, notes = prepare(paths, st, run_dir, scrape_interval_s)
+        run_id = run_id or default_run_id()
+        agents, ctl, notes = prepare(paths, st, run_dir, scrape_interval_s, run_id)
         paths.data.mkdir(mode=0o700, exist_ok=True)
         url = f"http://{LISTEN_HOST}:{port}"
         cmd = [
@@ -498,7 +534,7 @@ def up(
         ]
         prom = spawn("prometheus", cmd, paths.log, paths.pidfile, url, paths.root)
         ready = wait_ready(prom, "/-/ready", paths.log, wait_s)
-        report = UpReport(prom, ready, agents, ctl, notes)
+        report = UpReport(prom, ready, agents, ctl, notes, run_id=run_id)
         if grafana:
             report.grafana, report.grafana_note = _grafana(paths, url, grafana_port, wait_s)
         return report
@@ -507,12 +543,20 @@ def up(
         raise
 
 
+def grafana_env(prom_url: str) -> dict[str, str]:
+    """The variables grafana/provisioning/*.yml expand, for the local cluster."""
+    return {GRAFANA_URL_ENV: prom_url, GRAFANA_DASHBOARDS_ENV: str(DASHBOARDS_DIR)}
+
+
 def _grafana(
     paths: MonitorPaths, prom_url: str, port: int, wait_s: float
 ) -> tuple[Daemon | None, str]:
-    """Grafana with Prometheus as its data source and grafana/dashboards/ provisioned.
+    """Grafana provisioned from the repository's grafana/provisioning/.
 
-    Never run on the host this was written on (no Grafana package there).
+    The datasource (fixed uid, URL from $COSCHED_PROMETHEUS_URL) and the file
+    provider (path from $COSCHED_GRAFANA_DASHBOARDS) are the files a real node
+    gets; only the environment differs. Never run on the host this was written
+    on (no Grafana package there).
     """
     binary = find_grafana()
     if binary is None:
@@ -520,21 +564,13 @@ def _grafana(
     if not port_free(LISTEN_HOST, port):
         raise MonitorError(f"{LISTEN_HOST}:{port} is taken", fix="give another --grafana-port")
     g = paths.grafana
-    for sub in ("data", "logs", "plugins", "provisioning/datasources", "provisioning/dashboards"):
+    for sub in ("data", "logs", "plugins"):
         (g / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
-    (g / "provisioning/datasources/prometheus.yml").write_text(
-        "apiVersion: 1\ndatasources:\n  - name: Prometheus\n    type: prometheus\n"
-        f"    access: proxy\n    url: {prom_url}\n    isDefault: true\n"
-    )
-    (g / "provisioning/dashboards/cosched.yml").write_text(
-        "apiVersion: 1\nproviders:\n  - name: cosched\n    type: file\n"
-        f"    options:\n      path: {_q(str(DASHBOARDS_DIR))}\n"
-    )
     ini = g / "grafana.ini"
     ini.write_text(
         f"[server]\nhttp_addr = {LISTEN_HOST}\nhttp_port = {port}\n"
         f"[paths]\ndata = {g / 'data'}\nlogs = {g / 'logs'}\nplugins = {g / 'plugins'}\n"
-        f"provisioning = {g / 'provisioning'}\n"
+        f"provisioning = {GRAFANA_PROVISIONING}\n"
         "[auth.anonymous]\nenabled = true\norg_role = Viewer\n"
     )
     homes = ("/usr/share/grafana", "/usr/local/share/grafana")
@@ -542,7 +578,8 @@ def _grafana(
     cmd = [binary] + (["server"] if os.path.basename(binary) == "grafana" else [])
     cmd += [f"--config={ini}"] + ([f"--homepath={home}"] if home else [])
     url = f"http://{LISTEN_HOST}:{port}"
-    d = spawn("grafana", cmd, g / "grafana.out", paths.grafana_pidfile, url, g)
+    env = dict(os.environ, **grafana_env(prom_url))
+    d = spawn("grafana", cmd, g / "grafana.out", paths.grafana_pidfile, url, g, env=env)
     wait_ready(d, "/api/health", g / "grafana.out", wait_s)
     return d, f"grafana: {url}"
 

@@ -35,12 +35,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         run_dir=args.run_dir,
         wait_s=args.wait,
         scrape_interval_s=args.scrape_interval,
+        run_id=args.run_id,
     )
     p = rep.prometheus
     print(f"prometheus: {p.url}  (pid {p.pid}, ready after {rep.ready_s:.2f} s)")
     targets = [*([rep.controller] if rep.controller else []), *rep.agents]
     for t in targets:
         print(f"  scrapes {t.job:<18} {t.node:<5} http://{t.address}/metrics")
+    print(f"  run id: {rep.run_id}  (the label run= on every target)")
     for note in rep.notes:
         print(f"  {note}")
     if rep.grafana is not None:
@@ -128,6 +130,13 @@ def add_commands(subparsers: Any) -> None:
         default=None,
         metavar="DIR",
         help=f"the controller's run dir (default ${RUN_DIR_ENV} or {DEFAULT_RUN_DIR})",
+    )
+    p.add_argument(
+        "--run-id",
+        default=None,
+        metavar="ID",
+        help="label every target run=ID (the experiment dashboard's run; default: the UTC "
+        "start time, e.g. 20261125T201500Z)",
     )
     p.add_argument(
         "--scrape-interval",
