@@ -20,10 +20,12 @@ Two passes:
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass, field
 
 from common.cgroups import CgroupError, Cgroups
 
+from . import sshd as sshd_mod
 from . import state as state_mod
 from .cluster import Env, teardown
 from .names import CGROUP_ROOT, is_node_cgroup, is_our_link, is_our_netns
@@ -134,6 +136,20 @@ def clean(env: Env | None = None) -> CleanReport:
     if st is not None:
         rep.from_state = True
         rep.problems += teardown(st, env)
+
+    # sshds of `up --ssh` a crash left unrecorded: found by their pidfiles and our
+    # config on their command line (never by name), before their namespaces go.
+    ssh_paths = sshd_mod.SshPaths(env.sdir())
+    for pid in sshd_mod.stray_sshds(ssh_paths):
+        try:
+            env.kill(pid, signal.SIGTERM)
+            rep.killed.append(pid)
+        except ProcessLookupError:
+            pass
+    try:
+        rep.removed += sshd_mod.remove_files(ssh_paths)
+    except OSError as err:
+        rep.problems.append(f"ssh files: {err}")
 
     for cg in scan_drivers(env):
         roots = cosched_roots(cg)

@@ -36,6 +36,7 @@ from common.cgroups import (
 
 from . import agents as agent_mod
 from . import cpu as cpu_mod
+from . import sshd as sshd_mod
 from . import state as state_mod
 from .errors import ClusterError
 from .links import NetBackend, Pyroute2Backend
@@ -91,6 +92,7 @@ class ClusterConfig:
     start_agents: bool = True
     python: str = sys.executable
     switch: str = "freezer"  # the agents' switch mechanism: freezer | signals (agent/signals.py)
+    ssh: bool = False  # an sshd per node and an Ansible inventory (testbed/cluster/sshd.py)
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,9 @@ class Env:
     stop_agent: Callable[[AgentRecord], bool] = agent_mod.stop_agent
     # Used only on PIDs found inside our own cgroups (see cgroups.remove_tree).
     kill: Callable[[int, int], None] = os.kill
+    sshd_available: Callable[[], str | None] = sshd_mod.sshd_available
+    ssh_up: Callable[..., None] = sshd_mod.up
+    ssh_down: Callable[[sshd_mod.SshState], list[str]] = sshd_mod.down
     state_dir: str | None = None
 
     def sdir(self) -> str:
@@ -218,6 +223,8 @@ def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, b
             "the agent package cannot be started (`python -m agent` missing); "
             "use --no-agents to bring up the network and cgroups only"
         )
+    if config.ssh and (problem := env.sshd_available()):
+        raise ClusterError(f"--ssh needs sshd: {problem}")
     features = env.net.probe_features()
     missing = [f for f in REQUIRED_FEATURES if not features.get(f)]
     if missing:
@@ -364,6 +371,23 @@ def _create(
             st.agents.append(rec)
             state_mod.save(st, sdir)
 
+    if config.ssh:
+        paths = sshd_mod.SshPaths(sdir)
+        ssh = sshd_mod.SshState(paths.dir, paths.inventory, paths.ssh_config)
+        agent_leaf = {n.name: n.agent_cgroup for n in plan.nodes}
+
+        def save() -> None:
+            st.ssh = ssh.to_dict()
+            state_mod.save(st, sdir)
+
+        def leaf_procs(h: sshd_mod.SshHost) -> list[str]:
+            # A node's sshd in its agent leaf: what it starts runs where agents run.
+            return cg.procs_files(agent_leaf[h.name]) if h.netns else []
+
+        save()
+        hosts = sshd_mod.hosts_from_state(st.nodes, str(plan.addresses.host_ctl_ip))
+        env.ssh_up(ssh, hosts, paths, leaf_procs, save)
+
 
 # --------------------------------------------------------------------- teardown
 
@@ -381,6 +405,13 @@ def teardown(st: ClusterState, env: Env) -> list[str]:
             fn(*args)
         except Exception as err:  # report and continue: partial cleanup beats none
             problems.append(f"{what}: {err}")
+
+    if st.ssh:
+        # First: nothing new may be started over SSH while the rest goes.
+        try:
+            problems += env.ssh_down(sshd_mod.SshState.from_dict(st.ssh))
+        except Exception as err:
+            problems.append(f"sshd: {err}")
 
     for rec in reversed(st.agents):
         attempt(f"stop agent {rec.node} pid {rec.pid}", env.stop_agent, rec)
@@ -535,8 +566,17 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         "host_ctl_ip": st.addresses.get("host_ctl_ip"),
         "addresses": st.addresses,
         "key_file": st.key_file,
+        "ssh": _ssh_status(st.ssh),
         "nodes": nodes,
     }
+
+
+def _ssh_status(ssh: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not ssh:
+        return None
+    s = sshd_mod.SshState.from_dict(ssh)
+    alive = {r.node: agent_mod.same_process(r.pid, r.start_time) for r in s.sshds or []}
+    return {"inventory": s.inventory, "ssh_config": s.ssh_config, "sshd_alive": alive}
 
 
 def _tc(env: Env, ns: str, ifname: str, present: set[str]) -> str:
@@ -550,6 +590,17 @@ def _tc(env: Env, ns: str, ifname: str, present: set[str]) -> str:
 
 def _rt(value: object) -> str:
     return f"{value} us/s" if isinstance(value, int) else str(value)
+
+
+def _ssh_line(ssh: dict[str, Any] | None) -> str:
+    if not ssh:
+        return "ssh: no (`cosched cluster up --ssh` runs an sshd per node)"
+    alive = ssh.get("sshd_alive", {})
+    dead = [n for n, ok in alive.items() if not ok]
+    state = f"{len(alive) - len(dead)}/{len(alive)} sshd running" + (
+        f" (DEAD: {', '.join(dead)})" if dead else ""
+    )
+    return f"ssh: yes, {state}; inventory {ssh['inventory']}; `ssh -F {ssh['ssh_config']} n0`"
 
 
 def format_status(report: dict[str, Any]) -> str:
@@ -576,6 +627,7 @@ def format_status(report: dict[str, Any]) -> str:
         + ("" if report.get("weights_enforced") is not False else " (job weights NOT enforced)"),
         f"controller (host) address: {report['host_ctl_ip']} on {HOST_CTL_IF}",
         f"shared key: {report['key_file']}",
+        _ssh_line(report.get("ssh")),
         "nodes:",
     ]
     for n in report["nodes"]:

@@ -68,6 +68,8 @@ class ClusterState:
     key_file: str | None = None
     # An emulated cluster (testbed/cluster/emulated.py): node count, base port, relays.
     emulated: dict[str, Any] | None = None
+    # ``up --ssh`` (testbed/cluster/sshd.py SshState.to_dict()): files and sshd PIDs.
+    ssh: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

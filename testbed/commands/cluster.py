@@ -58,6 +58,9 @@ def add_commands(subparsers: Any) -> None:
         "  sudo cosched cluster up --nodes 8 --link gige:loss=0.1 --cpus-per-node 1\n"
         "  sudo cosched cluster up --nodes 2 --cpus-per-node 0.5 --cpu-mechanism shared\n"
         "  sudo cosched cluster up --nodes 2 --no-agents     # network and cgroups only\n"
+        "  sudo cosched cluster up --nodes 2 --ssh           # + sshd per node, Ansible inventory\n"
+        "  sudo cosched cluster up --nodes 2 --ssh --no-agents"
+        "   # bare nodes for `ansible-playbook -i $STATE/inventory.yml`\n"
         "  sudo cosched cluster up --nodes 2 --cgroup v2      # cgroup2 alone on a hybrid host\n"
         "  sudo cosched cluster up --emulated-nodes 1024      # 1,024 emulated agents, 32 relays\n"
         "  sudo systemd-run --scope -p Delegate=yes cosched cluster up --nodes 4"
@@ -132,7 +135,18 @@ def add_commands(subparsers: Any) -> None:
         "--no-agents",
         dest="agents",
         action="store_false",
-        help="do not start the per-node agents (network and cgroups only)",
+        help="do not start the per-node agents (network and cgroups only; with --ssh, bare "
+        "nodes for a playbook or `cosched remote start` to start them)",
+    )
+    up.add_argument(
+        "--ssh",
+        action="store_true",
+        help="also run an sshd in every node (on its control address, port 22, key login for "
+        "root only) and one for the host (head: controller and monitor) on its control "
+        "address; write $COSCHED_STATE_DIR/inventory.yml (Ansible: groups controller, agents, "
+        "monitor) and $COSCHED_STATE_DIR/ssh_config (`ssh -F .../ssh_config n0`). Keys are "
+        "made per cluster under $COSCHED_STATE_DIR/ssh; `down` and `clean` remove it all. "
+        "Needs openssh-server. Agents still start unless --no-agents",
     )
     up.add_argument(
         "--data-subnet", default=DEFAULT_DATA_SUBNET, help="data network (default %(default)s)"
@@ -237,13 +251,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         start_agents=args.agents,
         cgroup=args.cgroup,
         switch=args.switch,
+        ssh=args.ssh,
     )
     st = cluster_mod.up(config)
     print(
         f"cluster up: {len(st.nodes)} node(s), link {profile.describe()}, "
         f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}, "
-        f"cgroups {st.cgroup_layout.get('mode')}"
+        f"cgroups {st.cgroup_layout.get('mode')}" + ("" if args.agents else ", no agents")
     )
+    if st.ssh:
+        print(f"ssh: inventory {st.ssh['inventory']}; try `ssh -F {st.ssh['ssh_config']} n0`")
     return 0
 
 
