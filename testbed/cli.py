@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "app": ("app",),
     "cluster": ("cluster", "clean"),
     "monitor": ("monitor",),
+    "remote": ("remote",),
 }
 
 DESCRIPTION = """\
@@ -61,6 +62,9 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
                                             QCRD) as local processes, no scheduler
   cosched monitor up | status | down        Prometheus scraping the local cluster's
                                             agents and controller (rules, alerts)
+  cosched remote status | start | stop | logs | clean -i INVENTORY
+                                            operate deployed (or --ssh emulated) nodes
+                                            over SSH, hosts from an Ansible inventory
 
 Every COMMAND has --help with a description and examples.
 """

@@ -236,6 +236,9 @@ def render_inventory(hosts: list[SshHost], paths: SshPaths) -> str:
         f"    ansible_ssh_private_key_file: {_y(paths.client_key)}",
         f"    ansible_ssh_common_args: {_y(common)}",
         f"    ansible_python_interpreter: {_y(PYTHON)}",
+        # One kernel for every node: `cosched remote clean` must not run `cosched clean`
+        # on one of them (it would take the whole local cluster down).
+        "    cosched_emulated: true",
         "  children:",
         "    controller:",
         "      hosts:",
