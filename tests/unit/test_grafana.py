@@ -250,3 +250,17 @@ def test_generator_check_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "out of date" in capsys.readouterr().out
     assert gf.main(["--out", str(tmp_path)]) == 0
     assert gf.main(["--out", str(tmp_path), "--check"]) == 0
+
+
+def test_monitor_up_labels_every_target_with_the_run_id() -> None:
+    """The experiment dashboard's $run is the run label `monitor up` puts on every target."""
+    agents = [mon.Target(mon.AGENT_JOB, f"10.212.0.{i + 1}:9096", f"n{i}") for i in range(2)]
+    ctl = mon.Target(mon.CONTROLLER_JOB, "10.212.0.254:9097", mon.CONTROLLER_NODE)
+    doc = yaml.safe_load(mon.render_config(agents, ctl, run_id="exp-1"))
+    groups = [sc for job in doc["scrape_configs"] for sc in job["static_configs"]]
+    assert len(groups) == 3 and all(g["labels"]["run"] == "exp-1" for g in groups)
+    plain = yaml.safe_load(mon.render_config(agents, ctl))
+    assert all(
+        "run" not in sc["labels"] for j in plain["scrape_configs"] for sc in j["static_configs"]
+    )
+    assert re.fullmatch(r"\d{8}T\d{6}Z", mon.default_run_id())
