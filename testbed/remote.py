@@ -145,9 +145,12 @@ def _ssh_options(args: str) -> dict[str, str]:
     return opts
 
 
-def parse_inventory(data: Any, source: str = "inventory") -> list[RemoteHost]:
+def parse_inventory(
+    data: Any, source: str = "inventory", extra: dict[str, Any] | None = None
+) -> list[RemoteHost]:
     """Hosts of a YAML inventory (all: vars/hosts/children), variables merged as Ansible
-    does for these simple cases: all < parent group < child group < host."""
+    does for these simple cases: all < parent group < child group < host < ``extra``
+    (``-e``, as ansible-playbook's extra vars win over everything)."""
     if not isinstance(data, dict) or not data:
         raise RemoteError(f"{source} is not a YAML inventory", fix="give an inventory like "
                           "ansible/inventory/example/hosts.yml")  # fmt: skip
@@ -173,6 +176,7 @@ def parse_inventory(data: Any, source: str = "inventory") -> list[RemoteHost]:
         walk(str(group), body, {})
     hosts = []
     for name, hv in hostvars.items():
+        hv = {**hv, **(extra or {})}
         opts = _ssh_options(str(resolve("ansible_ssh_common_args", hv) or ""))
         key = resolve("ansible_ssh_private_key_file", hv)
         strict = opts.get("stricthostkeychecking", "ask").lower() in ("yes", "ask")
@@ -192,7 +196,29 @@ def parse_inventory(data: Any, source: str = "inventory") -> list[RemoteHost]:
     return hosts
 
 
-def load_inventory(path: str) -> list[RemoteHost]:
+def extra_vars(items: Iterable[str]) -> dict[str, Any]:
+    """``-e`` values as ansible-playbook takes them: ``@file.yml`` or ``key=value``."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        if item.startswith("@"):
+            try:
+                data = yaml.safe_load(Path(item[1:]).read_text())
+            except (OSError, yaml.YAMLError) as err:
+                raise UsageError(f"-e {item}: {err}", fix="give a readable YAML file") from None
+            if not isinstance(data, dict):
+                raise UsageError(f"-e {item} is not a mapping", fix="key: value lines")
+            out.update(data)
+        elif "=" in item:
+            key, _, value = item.partition("=")
+            out[key.strip()] = yaml.safe_load(value) if value else ""
+        else:
+            raise UsageError(f"-e {item!r}", fix="give key=value or @file.yml")
+    return out
+
+
+def load_inventory(path: str, extra: dict[str, Any] | None = None) -> list[RemoteHost]:
     import yaml
 
     try:
@@ -207,7 +233,7 @@ def load_inventory(path: str) -> list[RemoteHost]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise RemoteError(f"inventory {path} is not valid YAML: {err}", fix="fix it") from None
-    return parse_inventory(data, path)
+    return parse_inventory(data, path, extra)
 
 
 def select(hosts: list[RemoteHost], limit: str | None) -> list[RemoteHost]:

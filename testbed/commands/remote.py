@@ -43,6 +43,7 @@ def add_commands(subparsers: Any) -> None:
         "  cosched remote status\n"
         "  cosched remote status -i ansible/inventory/site/hosts.yml --limit agents\n"
         "  cosched remote stop --limit n1 --only agent\n"
+        "  cosched remote status -i inv.yml -e @extra.yml   # the playbook's -e, same paths\n"
         "  cosched remote start --limit n1\n"
         "  cosched remote logs --out /tmp/run42-logs   # logs and /metrics of every daemon\n"
         "  cosched remote clean --limit n3             # stop daemons, `cosched clean` there",
@@ -54,6 +55,15 @@ def add_commands(subparsers: Any) -> None:
     common.add_argument("-i", "--inventory", default=None, metavar="INVENTORY",
                         help=_INVENTORY_HELP)  # fmt: skip
     common.add_argument("--limit", "-l", default=None, metavar="HOSTS", help=_LIMIT_HELP)
+    common.add_argument(
+        "-e",
+        "--extra-vars",
+        action="append",
+        default=[],
+        metavar="VARS",
+        help="variables over the inventory's, as ansible-playbook -e takes them: key=value "
+        "or @file.yml (repeatable); pass the playbook's, so both see the same paths",
+    )
     common.add_argument(
         "--timeout",
         type=float,
@@ -149,7 +159,8 @@ def _run(args: argparse.Namespace, op: Any, what: str) -> int:
         raise remote.RemoteError(
             "cosched remote needs fabric and PyYAML", fix="pip install 'cosched[remote]'"
         )
-    hosts = remote.select(remote.load_inventory(_inventory(args)), args.limit)
+    extra = remote.extra_vars(args.extra_vars)
+    hosts = remote.select(remote.load_inventory(_inventory(args), extra), args.limit)
     t0 = time.monotonic()
     reports = remote.run_on(hosts, op, lambda h: remote.connect(h, args.timeout))
     for rep in reports:

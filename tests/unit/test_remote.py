@@ -279,3 +279,16 @@ def test_cli_without_an_inventory_says_how_to_get_one(
     assert main(["remote", "status"]) == 1
     err = capsys.readouterr().err
     assert "no inventory given" in err and "--ssh" in err and "Traceback" not in err
+
+
+def test_extra_vars_win_and_may_refer_to_the_inventory_name(tmp_path: Path) -> None:
+    f = tmp_path / "extra.yml"
+    f.write_text("cosched_prefix: /d/{{ inventory_hostname }}\nservice_manager: none\n")
+    extra = remote.extra_vars([f"@{f}", "cosched_agent_metrics_port=9196"])
+    hs = {h.name: h for h in remote.parse_inventory(INVENTORY, extra=extra)}
+    (d,) = remote.daemons_of(hs["n0"])
+    assert d.pidfile == "/d/n0/agents-run/agent-n0.pid"
+    assert hs["n0"].var("cosched_log_dir") == "/d/n0/log"
+    assert d.metrics_url == "http://10.212.0.1:9196/metrics"
+    with pytest.raises(UsageError, match="key=value"):
+        remote.extra_vars(["novalue"])
