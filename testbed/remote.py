@@ -509,12 +509,16 @@ def run_on(
 ) -> list[HostReport]:
     """``op`` on every host in parallel; an unreachable host's report says so."""
     import paramiko
+    from invoke.exceptions import CommandTimedOut
 
     def one(h: RemoteHost) -> HostReport:
         conn: Connection | None = None
         try:
             conn = connector(h)
             return op(conn, h)
+        except CommandTimedOut as err:
+            why = f"TIMED OUT: a command ran longer than {err.timeout} s"
+            return HostReport(h, False, [f"{why} — is the host overloaded or a daemon hanging?"])
         except (OSError, paramiko.SSHException, EOFError) as err:
             return HostReport(h, False, [f"UNREACHABLE: {unreachable_reason(err)}"])
         finally:

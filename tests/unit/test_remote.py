@@ -292,3 +292,14 @@ def test_extra_vars_win_and_may_refer_to_the_inventory_name(tmp_path: Path) -> N
     assert d.metrics_url == "http://10.212.0.1:9196/metrics"
     with pytest.raises(UsageError, match="key=value"):
         remote.extra_vars(["novalue"])
+
+
+def test_a_command_that_hangs_is_reported_not_raised() -> None:
+    from invoke.exceptions import CommandTimedOut
+
+    class Hangs(FakeConn):
+        def run(self, command: str, **kwargs: Any) -> FakeResult:
+            raise CommandTimedOut(None, timeout=60)  # type: ignore[arg-type]
+
+    (rep,) = remote.run_on([hosts()["n0"]], remote.op_status, lambda h: Hangs({}))
+    assert not rep.ok and "TIMED OUT" in rep.format() and "60 s" in rep.format()
