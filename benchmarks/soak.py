@@ -115,10 +115,12 @@ def main() -> int:
     client = ControllerClient(str(tmp / "controller.sock"), retry=30)
     samples: list[tuple[float, float, float]] = []
     heap: list[tuple[float, int, int]] = []  # time, Python objects, jobs in the system
+    types: list[dict[str, int]] = []  # the most numerous object types at each sample
 
     def sample_heap(t: float) -> None:
         st = client.request("status", memory=True)
         heap.append((t, int(st["python_objects"]), int(st["jobs_in_system"])))
+        types.append(dict(st.get("python_object_types") or {}))
 
     submitted: list[int] = []
     try:
@@ -200,6 +202,12 @@ def main() -> int:
     print(f"  controller Python objects at warm-up / end: {hw[1]} / {heap[-1][1]} "
           f"({obj_growth:+.1f} %); jobs in the system at warm-up {hw[2]}, at most {peak[2]} "
           f"(at {peak[0]:.0f} s), at the end {heap[-1][2]}")  # fmt: skip
+    # which types grew: a leak names itself here (a cache that only a hard cap emptied
+    # did, in the soak of 2026-11-25: frozensets and tuples of paired gang's pair cells)
+    tw, te = types[heap.index(hw)], types[-1]
+    grew = sorted(((te.get(k, 0) - tw.get(k, 0), k) for k in set(tw) | set(te)), reverse=True)
+    print("  object types that grew most: "
+          + ", ".join(f"{k} {d:+d}" for d, k in grew[:4]))  # fmt: skip
     ok_acc = not lost and all(s in ENDED for s in states)
     ok_met = all(metrics.get(s, 0) == n for s, n in states.items())
     ok_mem = growth_ctl < 5 and growth_ag < 5

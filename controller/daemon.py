@@ -123,7 +123,11 @@ def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[No
 
 def relays_from_cluster(state: dict[str, Any]) -> list[RelayInfo]:
     """The relays an emulated cluster's state lists (testbed/cluster/emulated.py); [] if none."""
-    em = state.get("emulated") or {}
+    # `python -m agent.emulated --state` marks its file `"emulated": true` (no relays);
+    # `cosched cluster up --emulated-nodes` writes a table with the relays
+    em = state.get("emulated")
+    if not isinstance(em, dict):
+        return []
     return [
         RelayInfo(str(r["name"]), (str(r["ctl_ip"]), int(r["port"])), tuple(map(str, r["nodes"])))
         for r in em.get("relays") or []

@@ -338,10 +338,19 @@ class MatrixGang(GangPolicy):
             for n in nodes_of(job):
                 cells[n] = (job, *cells[n]) if beside else (job,)
         built = tuple(cells)
-        if len(self._alt_cells) >= 512:
-            self._alt_cells.clear()
+        if len(self._alt_cells) > 4 * len(self._cells) + 64:
+            # keep only entries whose node_jobs is still a cached row's or pair's:
+            # the others can never hit again (issue 13's soak)
+            live = self._live_node_jobs()
+            self._alt_cells = {k: v for k, v in self._alt_cells.items() if id(v[0]) in live}
+            if len(self._alt_cells) >= 512:
+                self._alt_cells.clear()
         self._alt_cells[key] = (node_jobs, built)
         return built
+
+    def _live_node_jobs(self) -> set[int]:
+        """Identities of the node_jobs the row caches still hold."""
+        return {id(c[0]) for c in self._cells.values()}
 
     def _row_cells(self, slot: int, partner: int | None = None) -> _Cells:
         """node_jobs of ``slot`` alone or with ``partner`` (its job second on a

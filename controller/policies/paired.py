@@ -268,6 +268,11 @@ class PairedGang(MatrixGang):
             alternates=frozenset(alternates),
         )
 
+    def _live_node_jobs(self) -> set[int]:
+        live = super()._live_node_jobs()
+        live.update(id(v[0]) for v in self._pair_cache.values())
+        return live
+
     def _pair_cells(
         self, slot: int, partner: int | None
     ) -> tuple[tuple[tuple[int, ...], ...], frozenset[int], int]:
@@ -292,8 +297,16 @@ class PairedGang(MatrixGang):
         hit = self._pair_cache.get(key)
         if hit is not None:
             return hit
-        if len(self._pair_cache) >= 1024:
-            self._pair_cache.clear()
+        if len(self._pair_cache) > 4 * len(stamps) ** 2 + 64:
+            # stamps are never reused: an entry of a row that changed or left never
+            # hits again, and keeping it until a hard cap looked like a leak in the
+            # soak (issue 13); a cap remains for many core sets of the same rows
+            alive = set(stamps)
+            self._pair_cache = {
+                k: v for k, v in self._pair_cache.items() if k[0] in alive and k[1] in alive
+            }
+            if len(self._pair_cache) >= 1024:
+                self._pair_cache.clear()
         masks = self.matrix.job_mask
         blocked = 0
         for j in jobs[slot]:

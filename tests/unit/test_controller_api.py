@@ -88,6 +88,8 @@ def test_handlers_and_errors() -> None:
     assert "python_objects" not in st  # a heap walk only on request
     mem = call(c, "bob", "status", memory=True)["result"]
     assert mem["python_objects"] > 1000 and mem["jobs_in_system"] == 1
+    kinds = mem["python_object_types"]  # the soak's leak finder: counts by type
+    assert kinds["dict"] > 0 and sum(kinds.values()) <= mem["python_objects"]
     assert call(c, "alice", "class", job_id=jid, **{"class": "standby"})["result"]["class"] == (
         "standby"
     )
