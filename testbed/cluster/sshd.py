@@ -276,6 +276,7 @@ class SshdRecord:
     start_time: float  # psutil create_time(): never signal a reused PID
     cmd: list[str]
     log: str
+    ready_s: float = 0.0  # from start to accepting connections
 
 
 @dataclass
@@ -417,6 +418,7 @@ def start_sshd(
 ) -> SshdRecord:
     """Start one sshd (in ``host.netns`` and the given cgroups) and wait until it listens."""
     cmd = sshd_command(paths, host.name)
+    t0 = time.monotonic()
     enter = _NodeEnterer(host.netns, host.name, cgroup_procs) if host.netns else None
     try:
         with append_private(paths.log(host.name)) as log:
@@ -439,6 +441,7 @@ def start_sshd(
     except BaseException:
         stop_sshd(rec)
         raise
+    rec.ready_s = time.monotonic() - t0
     return rec
 
 
@@ -510,10 +513,14 @@ def stray_sshds(paths: SshPaths) -> list[int]:
         node = name[len("sshd-") : -len(".pid")]
         try:
             pid = int(_read(os.path.join(paths.dir, name)).strip())
-            cmdline = psutil.Process(pid).cmdline()
+            proc = psutil.Process(pid)
+            exe = proc.exe()
+            # sshd rewrites its title to one string: "sshd: /usr/sbin/sshd -D -e -f CONF
+            # [listener] ...", so look for the config among its words
+            words = " ".join(proc.cmdline()).split()
         except (OSError, ValueError, psutil.Error):
             continue
-        if paths.conf(node) in cmdline and os.path.basename(cmdline[0]) == "sshd":
+        if paths.conf(node) in words and os.path.basename(exe) == "sshd":
             found.append(pid)
     return found
 

@@ -260,7 +260,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"cgroups {st.cgroup_layout.get('mode')}" + ("" if args.agents else ", no agents")
     )
     if st.ssh:
-        print(f"ssh: inventory {st.ssh['inventory']}; try `ssh -F {st.ssh['ssh_config']} n0`")
+        ready = [r.get("ready_s", 0.0) for r in st.ssh.get("sshds") or []]
+        print(
+            f"ssh: {len(ready)} sshd listening (slowest after {max(ready, default=0):.2f} s); "
+            f"inventory {st.ssh['inventory']}; try `ssh -F {st.ssh['ssh_config']} n0`"
+        )
     return 0
 
 

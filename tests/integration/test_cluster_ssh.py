@@ -27,11 +27,11 @@ def _run(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[st
 def _our_sshds(state: Path) -> list[int]:
     """Live (not zombie) processes running sshd with a config of this state dir."""
     out = []
-    for p in psutil.process_iter(["cmdline", "status"]):
-        cmd = p.info["cmdline"] or []
-        ours = any(str(state) in c for c in cmd)
+    for p in psutil.process_iter(["cmdline", "status", "exe"]):
+        # sshd's title is one string ("sshd: /usr/sbin/sshd -D -e -f CONF [listener] ...")
+        ours = str(state) in " ".join(p.info["cmdline"] or [])
         live = p.info["status"] != psutil.STATUS_ZOMBIE
-        if live and ours and os.path.basename(cmd[0]) == "sshd":
+        if live and ours and os.path.basename(p.info["exe"] or "") == "sshd":
             out.append(p.pid)
     return out
 
@@ -53,7 +53,7 @@ def test_cluster_up_ssh_reaches_each_node_in_its_namespace(
     up = _run([*COSCHED, "cluster", "up", "--nodes", "2", "--ssh", "--no-agents"])
     t_up = time.monotonic() - t0
     assert up.returncode == 0, up.stderr
-    print(f"cluster up --ssh, 2 nodes: {t_up:.2f} s")
+    print(f"cluster up --ssh, 2 nodes: {t_up:.2f} s\n{up.stdout}")
     cfg = str(state / "ssh_config")
     inv = yaml.safe_load((state / "inventory.yml").read_text())
     assert set(inv["all"]["children"]["agents"]["hosts"]) == {"n0", "n1"}
@@ -100,4 +100,20 @@ def test_a_planted_link_in_the_state_dir_is_refused(
     assert r.returncode != 0
     assert "not a directory of ours" in r.stderr and "Traceback" not in r.stderr
     assert os.listdir(target) == []
-    os.unlink(state / "ssh")
+    assert not os.path.lexists(state / "ssh")  # the rollback unlinked it, never followed it
+
+
+def test_clean_stops_the_sshds_of_a_crashed_up(root_cluster_env: Path, need_sshd: None) -> None:
+    state = root_cluster_env
+    up = _run([*COSCHED, "cluster", "up", "--nodes", "1", "--ssh", "--no-agents"])
+    assert up.returncode == 0, up.stderr
+    assert len(_our_sshds(state)) == 2
+    (state / "cluster.json").unlink()  # as if `up` had died before its ledger was written
+    r = _run([*COSCHED, "clean"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "killed" in r.stdout
+    deadline = time.monotonic() + 5
+    while _our_sshds(state) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _our_sshds(state) == []
+    assert not (state / "ssh").exists() and not (state / "inventory.yml").exists()
