@@ -54,7 +54,6 @@ def ansible_env(tmp: Path) -> dict[str, str]:
         ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none",
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_HOST_KEY_CHECKING="False",
         ANSIBLE_RETRY_FILES_ENABLED="False",
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
     )
