@@ -180,20 +180,23 @@ def label_var(
     query: str,
     *,
     multi: bool = True,
-    all_value: str | None = None,
+    newest_first: bool = False,
 ) -> db.QueryVariable:
-    """A variable over the values of one label (``label_values(metric, label)``)."""
-    v = (
+    """A variable over the values of one label (``label_values(metric, label)``).
+
+    Multi-value ones offer "All"; a single-value one starts on its first value.
+    """
+    sort = VariableSort.ALPHABETICAL_DESC if newest_first else VariableSort.ALPHABETICAL_ASC
+    return (
         db.QueryVariable(name)
         .label(label)
         .datasource(DS)
         .query(query)
         .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
-        .sort(VariableSort.ALPHABETICAL_ASC)
+        .sort(sort)
         .multi(multi)
-        .include_all(True)
+        .include_all(multi)
     )
-    return v.all_value(all_value) if all_value is not None else v
 
 
 def _dashboard(uid: str, title: str, description: str) -> db.Dashboard:
@@ -663,9 +666,11 @@ def experiment() -> db.Dashboard:
             "message delay, boosts per decision point.",
         )
         .with_variable(
-            # One run at a time; "All" (.*) for a Prometheus whose targets carry no
-            # run label (prometheus/prometheus.yml on real nodes).
-            label_var("run", "run id", "label_values(up, run)", multi=False, all_value=".*")
+            # One run at a time, the newest first (run ids default to the UTC start
+            # time). On a Prometheus whose targets carry no run label
+            # (prometheus/prometheus.yml) it is empty, and run=~"" matches every
+            # series without the label: the dashboard still works there.
+            label_var("run", "run id", "label_values(up, run)", multi=False, newest_first=True)
         )
         .with_variable(
             label_var(

@@ -137,8 +137,8 @@ def _resolve(
         if v.get("multi"):
             escaped = [_escape(x) for x in found]
             values[v["name"]] = escaped[0] if len(found) == 1 else f"({'|'.join(escaped)})"
-        else:
-            values[v["name"]] = _escape(found[0])
+        else:  # Grafana starts on the first option in the variable's order
+            values[v["name"]] = _escape(found[-1] if v.get("sort") == 2 else found[0])
     return values
 
 

@@ -212,7 +212,8 @@ def test_every_variable_a_query_uses_is_defined() -> None:
 def test_experiment_dashboard_has_a_run_variable() -> None:
     d = _dashboards()["experiment.json"]
     run = next(v for v in d["templating"]["list"] if v["name"] == "run")
-    assert run["multi"] is False and run["allValue"] == ".*"
+    # One run, the newest first; no "All" that would mix runs.
+    assert run["multi"] is False and run["includeAll"] is False and run["sort"] == 2
     for p in _panels(d):
         for t in p.get("targets") or []:
             assert 'run=~"$run"' in t["expr"], p["title"]
