@@ -7,23 +7,28 @@ the host itself), then the playbook with the inventory it wrote and
 checkout's interpreter (``cosched_install_from: none``), every node's paths
 under a private directory (the nodes share the host's file system). Then: the
 agents answer the deployed controller, a job runs to completion, a second run
-changes nothing, the nodes pass pytest-testinfra's checks, an unreachable node
-fails alone and clearly, and a key readable by others is refused by the agent
-and set back to 0600 by the role. Daemons, cluster and files are removed
+changes nothing, the deployed Prometheus scrapes every daemon, the nodes pass
+pytest-testinfra's checks, an unreachable node fails alone and clearly, and a
+key readable by others is refused by the agent and set back to 0600 by the
+role. Daemons, cluster and files are removed
 however the tests end. Run under ``flock /tmp/cosched-cluster.lock``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +54,16 @@ class Deployed:
     first: subprocess.CompletedProcess[str]
     first_s: float
     cp: Path  # the SSH control sockets (short: a socket path has at most 107 bytes)
+    prometheus: str  # host:port of the deployed Prometheus ("" when it is not installed)
+
+    @property
+    def skip(self) -> list[str]:
+        return [] if self.prometheus else ["--skip-tags", "monitoring"]
 
     def play(self, *args: str, inventory: Path | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(PLAYBOOK), "-i", str(inventory or self.inventory), "site.yml",
-             "-e", f"@{self.extra}", "--skip-tags", "monitoring", *args],
+             "-e", f"@{self.extra}", *self.skip, *args],
             capture_output=True, text=True, cwd=ANSIBLE_DIR, env=self.env(),
             timeout=PLAY_TIMEOUT_S,
         )  # fmt: skip
@@ -73,9 +83,31 @@ class Deployed:
                               env=env, timeout=timeout)  # fmt: skip
 
 
-def _extra_vars(root: Path) -> dict[str, object]:
+def _free_port() -> int:
+    """A free TCP port on 127.0.0.1 below 32768 (the kernel's ephemeral range starts there)."""
+    for port in random.Random().sample(range(20000, 32000), 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000..32000")
+
+
+def _extra_vars(root: Path, prometheus: str) -> dict[str, object]:
     """What makes the playbook fit emulated nodes on one host (docs/deploy.md)."""
     return {
+        # the head is this host: Prometheus from its package, everything of it
+        # under the head's prefix, on loopback; no Grafana (no package here)
+        "cosched_grafana_enabled": False,
+        "cosched_prometheus_manage_package": False,
+        "cosched_prometheus_config_dir": "{{ cosched_prefix }}/prometheus",
+        "cosched_prometheus_storage_dir": "{{ cosched_prefix }}/prometheus/data",
+        "cosched_prometheus_listen": prometheus,
+        "cosched_prometheus_scrape_interval": "2s",
+        "cosched_prometheus_scrape_timeout": "1s",
+        "cosched_prometheus_evaluation_interval": "2s",
         # no systemd here: start-stop-daemon, pidfiles (common/tasks/daemon_none.yml)
         "service_manager": "none",
         # cosched from this checkout's interpreter on every node (they share the disk)
@@ -130,7 +162,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
     tmp = tmp_path_factory.mktemp("deploy")
     state, root = tmp / "state", tmp / "nodes"
     extra = tmp / "extra.yml"
-    extra.write_text(yaml.safe_dump(_extra_vars(root)))
+    prometheus = f"127.0.0.1:{_free_port()}" if shutil.which("prometheus") else ""
+    extra.write_text(yaml.safe_dump(_extra_vars(root, prometheus or "127.0.0.1:9090")))
     env = dict(os.environ, COSCHED_STATE_DIR=str(state))
     cp = Path(tempfile.mkdtemp(prefix="cp", dir="/tmp"))
     try:
@@ -138,7 +171,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
                              "--no-agents"], capture_output=True, text=True, env=env,
                             timeout=300)  # fmt: skip
         assert up.returncode == 0, up.stdout + up.stderr
-        d = Deployed(tmp, state, root, state / "inventory.yml", extra, up, 0.0, cp)
+        d = Deployed(tmp, state, root, state / "inventory.yml", extra, up, 0.0, cp, prometheus)
         t0 = time.monotonic()
         d.first = d.play()
         d.first_s = time.monotonic() - t0
@@ -165,6 +198,7 @@ def test_first_run_deploys_every_host(deployed: Deployed) -> None:
     assert deployed.first.returncode == 0, _ok(deployed.first)
     hosts = recap(deployed.first.stdout)
     assert set(hosts) == {"head", *NODES}
+    print("first run recap:", hosts)
     for host, counts in hosts.items():
         assert counts["failed"] == 0 and counts["unreachable"] == 0, (host, counts)
         assert counts["changed"] > 0, (host, counts)
@@ -180,6 +214,27 @@ def test_the_agents_answer_the_deployed_controller(deployed: Deployed) -> None:
         time.sleep(0.5)
     assert status.get("agents") == {n: True for n in NODES}, _ok(out)
     assert status["nodes_unreachable"] == [] and status["quanta"] > 0
+
+
+def test_the_deployed_prometheus_scrapes_every_daemon(deployed: Deployed) -> None:
+    if not deployed.prometheus:
+        pytest.skip("Debian's prometheus is not installed: the monitoring play was skipped")
+    url = f"http://{deployed.prometheus}/api/v1/query?query=up"
+    deadline = time.monotonic() + 60
+    up: dict[str, float] = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            with urllib.request.urlopen(url, timeout=5) as r:
+                result = json.load(r)["data"]["result"]
+            up = {f"{x['metric']['job']}/{x['metric']['instance']}": float(x["value"][1])
+                  for x in result}  # fmt: skip
+            if len(up) == 1 + len(NODES) and all(v == 1 for v in up.values()):
+                break
+        time.sleep(1)
+    assert up == {
+        "cosched-controller/10.212.0.254:9097": 1,
+        **{f"cosched-agent/10.212.0.{i + 1}:9096": 1 for i in range(len(NODES))},
+    }, up
 
 
 def test_a_job_runs_to_completion(deployed: Deployed) -> None:

@@ -19,7 +19,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psutil
@@ -50,7 +49,8 @@ def ansible_env(tmp: Path) -> dict[str, str]:
         ANSIBLE_HOME=str(home),
         ANSIBLE_LOCAL_TEMP=str(home / "tmp"),
         ANSIBLE_REMOTE_TEMP=str(home / "remote-tmp"),
-        ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(prefix="cp", dir="/tmp"),
+        # unused while multiplexing is off; set so that ~/.ansible/cp is never made
+        ANSIBLE_SSH_CONTROL_PATH_DIR=str(home / "cp"),
         ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none",
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORCE_COLOR="0",
