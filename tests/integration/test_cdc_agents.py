@@ -133,11 +133,19 @@ def test_userspace_delay_really_delays_messages(live: Live) -> None:
         assert rec["state"] == "done", rec
         rec = live.req("job", job_id=jid)
         out = Path(rec["ranks"][0]["stdout"]).read_text().strip().splitlines()[-1]
-        return float(json.loads(out)["rtt_median_us"]) / 1e3
+        res = json.loads(out)
+        return float(res["rtt_min_us"]) / 1e3, float(res["rtt_median_us"]) / 1e3
 
     live.start("fcfs", quantum=0.1)
-    rtt = rtt_ms()
+    rtt_min, rtt_median = rtt_ms()
     state = json.loads((live.state_dir / "cluster.json").read_text())
-    # netem (where the kernel has it) or the library (here): the round trip pays the delay
-    # twice; the rest of a round trip on the veths is well under a millisecond.
-    assert 2 * delay_ms * 0.9 <= rtt <= 2 * delay_ms * 1.1 + 1.0, (rtt, state["delay_mechanism"])
+    # netem (where the kernel has it) or the library (here): every round trip pays the
+    # delay twice, even the fastest; the rest of a round trip on the veths is well under
+    # a millisecond. The fastest of 40 is the figure: a busy host (CI's, 2026-11-25:
+    # median 8.0 ms) delays some round trips, never the best one below the path's cost.
+    assert 2 * delay_ms * 0.9 <= rtt_min <= 2 * delay_ms * 1.1 + 1.0, (
+        rtt_min,
+        rtt_median,
+        state["delay_mechanism"],
+    )
+    assert rtt_median >= rtt_min

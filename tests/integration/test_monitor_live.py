@@ -145,7 +145,13 @@ def test_monitor_up_scrapes_the_cluster_and_down_leaves_nothing(
                 values = [s["value"][1] for s in res]
                 print(f"{rule}: {values} ({waited:.1f} s)")
         # Per-node series carry the node's label, from the target or the agent.
-        nodes = prom.query("node:cosched_agent_node_cpu_utilization_ratio:avg1m")
+        # (the rule may have one node's series before the other's: on a busy host the
+        # first evaluation after n1's first scrape came later, CI 2026-11-25)
+        nodes, _ = prom.wait(
+            "node:cosched_agent_node_cpu_utilization_ratio:avg1m",
+            60,
+            ok=lambda r: {s["metric"]["node"] for s in r} >= {"n0", "n1"},
+        )
         assert {s["metric"]["node"] for s in nodes} == {"n0", "n1"}
         assert not prom.query('{__name__=~".+", exported_node!=""}')
 
