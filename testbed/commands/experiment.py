@@ -279,11 +279,24 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"{args.results} is not JSON ({exc})", fix="give the results.json a run wrote"
         ) from None
     out = args.out or args.results.parent
+    if isinstance(data, dict) and "waste" in (data.get("meta") or {}):
+        return _report_dhc(data, out)  # seed 004's study (testbed/experiment/dhcstudy.py)
     if isinstance(data, dict) and "points" in data:
         return _report_sweep(args.results, data, out)
     if isinstance(data, dict) and any("mix" in r for r in data.get("runs") or []):
         return _report_paired(args.results, data, out)
     return _report_stream(args.results, data, out)
+
+
+def _report_dhc(data: dict[str, Any], out: Path) -> int:
+    from testbed.experiment import dhcreport
+
+    points, meta = list(data["points"]), dict(data["meta"])
+    for p in dhcreport.write_report(points, meta, out):
+        print(p)
+    for ok, line in dhcreport.findings(points, meta):
+        print(("reproduced: " if ok else "differs:    ") + line)
+    return 0
 
 
 def _report_stream(path: Path, data: Any, out: Path) -> int:

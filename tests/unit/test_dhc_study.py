@@ -43,6 +43,17 @@ def test_tiny_study_writes_report_plots_and_findings(
     assert families == {"balancing-any", "balancing-pe0", "mapping", "algorithms", "distributions"}
     # --report-only rebuilds from results.json
     assert dhcstudy.main([str(spec), "--out", str(out), "--report-only"]) == 0
+    # and so does `cosched experiment report`, like every other experiment's results
+    from testbed.cli import main as cli
+
+    (out / "report.md").unlink()
+    capsys.readouterr()
+    assert cli(["experiment", "report", str(out / "results.json")]) == 0
+    assert "## Table 1" in (out / "report.md").read_text()
+    assert (
+        "Read at load 0.515, the nearest run to the paper's 0.645"
+        in (out / "report.md").read_text()
+    )
 
 
 @pytest.mark.parametrize(
