@@ -98,20 +98,27 @@ def test_partitioned_node_fails_safe_and_rejoins(live: Live) -> None:
             # One sampling loop over the whole cut: the node thaws on its own (fail-safe)
             # and stays thawed; the other node keeps being switched, so the controller
             # is not stalled by the silent one (its longest stretch without a switch).
+            # The thaw is the node's last change to nothing frozen: a switch in flight at
+            # the cut may thaw one gang and freeze the other a moment later (CI's busy
+            # host, 2026-11-25: a sample 9 ms after the cut fell between the two), so a
+            # first thawed sample is not yet the fail-safe's. Frozen at any sample after
+            # the bound moves the thaw past the bound, and the test fails.
             other = "n1" if node == "n0" else "n0"
             thawed_after: float | None = None
             longest_unswitched = 0.0
             since, seen = t_cut, frozen_set(other)
             while time.monotonic() - t_cut < cut_for:
                 now, mine, cur = time.monotonic(), frozen_set(node), frozen_set(other)
-                if thawed_after is None and not mine:
+                if mine:
+                    thawed_after = None
+                elif thawed_after is None:
                     thawed_after = now - t_cut
-                assert thawed_after is None or not mine, f"{node} frozen again while cut off"
                 if cur != seen:  # a switch: the other gang is frozen now
                     since, seen = now, cur
                 longest_unswitched = max(longest_unswitched, now - since)
                 time.sleep(0.005)
-            assert thawed_after is not None, (node, live.freezer_states())
+            assert thawed_after is not None, (f"{node} still frozen when the cut ended",
+                                              live.freezer_states())  # fmt: skip
             assert thawed_after <= FAILSAFE_S + 2 * QUANTUM + 0.5, thawed_after
             st = live.req("status")
         finally:
