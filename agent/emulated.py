@@ -197,7 +197,7 @@ class EmulatedHost:
         """The local cluster's state-file shape (testbed/cluster/state.py), enough for
         ``controller.daemon.nodes_from_cluster``."""
         return {
-            "emulated": True,
+            "emulated": {"relays": []},  # the state file's table; no relays here
             "nodes": [
                 {"name": a.cfg.node, "ctl_ip": a.cfg.listen[0], "agent_port": a.cfg.listen[1],
                  "cpus": "0"}

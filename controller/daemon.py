@@ -123,8 +123,9 @@ def nodes_from_cluster(state: dict[str, Any], port: int = AGENT_PORT) -> list[No
 
 def relays_from_cluster(state: dict[str, Any]) -> list[RelayInfo]:
     """The relays an emulated cluster's state lists (testbed/cluster/emulated.py); [] if none."""
-    # `python -m agent.emulated --state` marks its file `"emulated": true` (no relays);
-    # `cosched cluster up --emulated-nodes` writes a table with the relays
+    # a table with the relays (`cosched cluster up --emulated-nodes`, `python -m
+    # agent.emulated --state`); a bare `"emulated": true` (the latter's files before
+    # 2026-11-25) has none
     em = state.get("emulated")
     if not isinstance(em, dict):
         return []

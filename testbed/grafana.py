@@ -199,6 +199,11 @@ def label_var(
     )
 
 
+def node_var(metric: str) -> db.QueryVariable:
+    """``$node``: the nodes that export ``metric``."""
+    return label_var("node", "node", f"label_values({metric}, node)")
+
+
 def _dashboard(uid: str, title: str, description: str) -> db.Dashboard:
     return (
         db.Dashboard(title)
@@ -222,7 +227,7 @@ def overview() -> db.Dashboard:
         "cosched: cluster overview",
         "Utilization per node and cluster, jobs by state and class, the queue, and the "
         "health of every agent and the controller.",
-    ).with_variable(label_var("node", "node", "label_values(cosched_agent_failsafe_active, node)"))
+    ).with_variable(node_var("cosched_agent_failsafe_active"))
     d = d.with_row(db.Row("Utilization").id(ids()))
     d = d.with_panel(
         series(
@@ -364,7 +369,7 @@ def gang() -> db.Dashboard:
         "The Ousterhout matrix under (paired) gang scheduling: slots, pairing success, "
         "the fraction of quanta each slot ran as a matched partner, quantum skew and the "
         "agents' switch latency.",
-    ).with_variable(label_var("node", "node", "label_values(cosched_agent_failsafe_active, node)"))
+    ).with_variable(node_var("cosched_agent_failsafe_active"))
     d = d.with_row(db.Row("Slots and pairing").id(ids()))
     d = d.with_panel(
         single(
@@ -507,9 +512,7 @@ def coscheduling() -> db.Dashboard:
             "message delay (MD) per policy and node, boosts, ERL. Data only while a "
             "communication-driven scheme runs.",
         )
-        .with_variable(
-            label_var("node", "node", "label_values(cosched_cdc_decision_points_total, node)")
-        )
+        .with_variable(node_var("cosched_cdc_decision_points_total"))
         .with_variable(
             label_var("policy", "policy", "label_values(cosched_cdc_decision_points_total, policy)")
         )

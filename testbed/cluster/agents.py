@@ -103,12 +103,13 @@ def start_agent(
     if proc.poll() is not None:
         raise RuntimeError(
             f"agent for {node} exited with status {proc.returncode}; see {log_path}:\n"
-            + _tail(log_path)
+            + log_tail(log_path)
         )
     return rec
 
 
-def _tail(path: str, nbytes: int = 2000) -> str:
+def log_tail(path: str, nbytes: int = 2000) -> str:
+    """The last ``nbytes`` of a log file ("" if unreadable)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)

@@ -49,6 +49,7 @@ import psutil
 
 from common.private import append_private, write_private
 
+from .agents import log_tail, same_process
 from .errors import ClusterError
 from .netns import NetnsEnterer
 
@@ -379,13 +380,8 @@ def _wait_listening(ip: str, proc: subprocess.Popen[bytes], log: str, timeout: f
 
 
 def _tail(path: str, nbytes: int = 600) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - nbytes))
-            return f.read().decode(errors="replace").strip().replace("\n", " | ")
-    except OSError:
-        return ""
+    """The log's end on one line (for a one-line error)."""
+    return log_tail(path, nbytes).strip().replace("\n", " | ")
 
 
 CLONE_NEWUTS = 0x04000000
@@ -445,18 +441,10 @@ def start_sshd(
     return rec
 
 
-def _same(pid: int, start_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return bool(abs(p.create_time() - start_time) < 0.05 and p.status() != psutil.STATUS_ZOMBIE)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
-
-
 def stop_sshd(rec: SshdRecord, timeout_s: float = 3.0) -> bool:
     """SIGTERM the recorded listener (its sessions end with it: they are its children
     and lose their connection), SIGKILL after ``timeout_s``. True if it ran."""
-    if not _same(rec.pid, rec.start_time):
+    if not same_process(rec.pid, rec.start_time):
         return False
     # The listener's session children (one per open connection) are killed too:
     # they are in its session (start_new_session) and sshd would leave them.
@@ -471,9 +459,9 @@ def stop_sshd(rec: SshdRecord, timeout_s: float = 3.0) -> bool:
             if c.name() == "sshd":  # only sshd's own session processes, found as its children
                 c.terminate()
     deadline = time.monotonic() + timeout_s
-    while _same(rec.pid, rec.start_time) and time.monotonic() < deadline:
+    while same_process(rec.pid, rec.start_time) and time.monotonic() < deadline:
         time.sleep(0.02)
-    if _same(rec.pid, rec.start_time):
+    if same_process(rec.pid, rec.start_time):
         with contextlib.suppress(ProcessLookupError):
             os.kill(rec.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError, OSError):

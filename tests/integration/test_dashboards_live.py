@@ -24,26 +24,28 @@ reason. Everything is torn down on failure too.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import re
 import shutil
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from common.names import CONTROLLER_METRICS_PORT
 from testbed import monitor as mon
 from tests.integration.test_controller_live import Live
-from tests.integration.test_monitor_live import _cli, _free_port, _synthetic
+from tests.integration.test_monitor_live import (
+    Prom,
+    _assert_nothing_left,
+    _cli,
+    _free_port,
+    _synthetic,
+    _tear_down,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARDS = REPO / "grafana" / "dashboards"
@@ -59,28 +61,6 @@ SLEEPY = [
     "-c",
     "import time\nt=time.time()\nwhile time.time()-t<40:\n x=sum(range(20000))\n time.sleep(0.02)",
 ]
-
-
-class Prom:
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def _get(self, path: str, params: list[tuple[str, str]]) -> Any:
-        q = urllib.parse.urlencode(params)
-        try:
-            with urllib.request.urlopen(f"{self.url}{path}?{q}", timeout=5) as resp:
-                body = json.load(resp)
-        except urllib.error.HTTPError as err:  # 400: the expression does not parse
-            raise AssertionError(f"{path} {params}: {err.read().decode()}") from err
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        return list(self._get("/api/v1/query", [("query", expr)])["result"])
-
-    def label_values(self, match: str, label: str, start: float) -> list[str]:
-        series = self._get("/api/v1/series", [("match[]", match), ("start", f"{start:.3f}")])
-        return sorted({s[label] for s in series if label in s})
 
 
 def _dashboards() -> dict[str, dict[str, Any]]:
@@ -283,17 +263,5 @@ def test_every_dashboard_panel_has_data_in_a_live_run(
         up = prom.query('up{job=~"cosched-.*"}')
         assert len(up) == 3 and {x["metric"].get("run") for x in up} == {run_id}, up
     finally:
-        with contextlib.suppress(Exception):
-            print(_cli("monitor", "down", env=env))
-        mon.down(str(root_cluster_env))  # in case the command failed
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
-    assert not paths.root.exists()
-    assert daemon is not None and not mon.alive(daemon)
-    strays = [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if any(str(paths.root) in a for a in (p.info["cmdline"] or []))
-    ]
-    assert strays == []
+        _tear_down(env, root_cluster_env, lv)
+    _assert_nothing_left(paths, daemon)

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -56,15 +57,27 @@ def _synthetic(iterations: int) -> list[str]:
 
 
 class Prom:
+    """Prometheus's HTTP API, as the live monitoring tests ask it."""
+
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        q = urllib.parse.urlencode({"query": expr})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=5) as resp:
-            body = json.load(resp)
+    def _get(self, path: str, params: list[tuple[str, str]]) -> Any:
+        q = urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}?{q}", timeout=5) as resp:
+                body = json.load(resp)
+        except urllib.error.HTTPError as err:  # 400: the expression does not parse
+            raise AssertionError(f"{path} {params}: {err.read().decode()}") from err
         assert body["status"] == "success", body
-        return list(body["data"]["result"])
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        return list(self._get("/api/v1/query", [("query", expr)])["result"])
+
+    def label_values(self, match: str, label: str, start: float) -> list[str]:
+        series = self._get("/api/v1/series", [("match[]", match), ("start", f"{start:.3f}")])
+        return sorted({s[label] for s in series if label in s})
 
     def wait(self, expr: str, timeout: float, ok: Any = bool) -> tuple[list[dict[str, Any]], float]:
         t0 = time.monotonic()
@@ -75,6 +88,27 @@ class Prom:
                 return result, time.monotonic() - t0
             time.sleep(0.5)
         raise AssertionError(f"{expr}: no data within {timeout:g} s (last {result})")
+
+
+def _tear_down(env: dict[str, str], state_dir: Path, lv: Live) -> None:
+    """monitor down (and its library call, if the command failed), controller, cluster."""
+    with contextlib.suppress(Exception):
+        print(_cli("monitor", "down", env=env))
+    mon.down(str(state_dir))
+    lv.stop()
+    with contextlib.suppress(Exception):
+        lv.down()
+
+
+def _assert_nothing_left(paths: mon.MonitorPaths, daemon: mon.Daemon | None) -> None:
+    assert not paths.root.exists()
+    assert daemon is not None and not mon.alive(daemon)
+    strays = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(paths.root) in a for a in (p.info["cmdline"] or []))
+    ]
+    assert strays == []
 
 
 def _free_port() -> int:
@@ -164,17 +198,5 @@ def test_monitor_up_scrapes_the_cluster_and_down_leaves_nothing(
             res, waited = prom.wait(rule, 90)
             print(f"{rule}: {[s['value'][1] for s in res]} ({waited:.1f} s)")
     finally:
-        with contextlib.suppress(Exception):
-            print(_cli("monitor", "down", env=env))
-        mon.down(str(root_cluster_env))  # in case the command failed
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
-    assert not paths.root.exists()
-    assert daemon is not None and not mon.alive(daemon)
-    strays = [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if any(str(paths.root) in a for a in (p.info["cmdline"] or []))
-    ]
-    assert strays == []
+        _tear_down(env, root_cluster_env, lv)
+    _assert_nothing_left(paths, daemon)
