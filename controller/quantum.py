@@ -92,13 +92,18 @@ from controller.window import Window
 log = logging.getLogger("controller.quantum")
 
 PORT_BASE = 20000
+PORT_SPAN = 12000  # 20000..31999: below Linux's ephemeral range (32768-), see job_port
 SKEW_WINDOW = 10000
 WARN_EVERY_S = 30.0  # a node that keeps failing is reported this often, with a count
 
 
 def job_port(job_id: int) -> int:
-    """Rank 0's barrier port: unique among the 20000 most recent jobs."""
-    return PORT_BASE + job_id % 20000
+    """Rank 0's barrier port: unique among the 12,000 most recent jobs.
+
+    Kept below the kernel's ephemeral range so that no outgoing connection on
+    the node can already hold a rank's listening port.
+    """
+    return PORT_BASE + job_id % PORT_SPAN
 
 
 def net_env(state: Mapping[str, Any]) -> dict[str, str]:

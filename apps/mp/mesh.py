@@ -57,6 +57,14 @@ def listen(rank: int, peers: Sequence[str], port: int, backlog: int) -> socket.s
     return lst
 
 
+def is_self_connected(sock: socket.socket) -> bool:
+    """True when a connected socket's source and destination are one address and port."""
+    try:
+        return bool(sock.getsockname() == sock.getpeername())
+    except OSError:
+        return False
+
+
 @dataclass
 class Handshake:
     """The parameters both ends of every connection must agree on."""
@@ -114,7 +122,13 @@ class Handshake:
             s.settimeout(max(0.1, deadline - time.monotonic()))
             try:
                 s.connect((addr, port))
-                break
+                if not is_self_connected(s):
+                    break
+                # Linux TCP simultaneous open: connecting to an unbound port of
+                # the ephemeral range can pick that very port as the source and
+                # connect to itself, holding the port its rank wants to listen
+                # on. Drop it and retry as if refused.
+                raise ConnectionRefusedError(errno.ECONNREFUSED, "connected to itself")
             except OSError as e:
                 s.close()
                 if time.monotonic() + RETRY_S > deadline:

@@ -24,6 +24,7 @@ import pytest
 from agent import wire
 from agent.client import AgentClient, AgentError
 from common.cgroups import Cgroups, V1Driver, V2Driver
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CG = Path("/sys/fs/cgroup")
@@ -40,12 +41,6 @@ needs_v2 = pytest.mark.skipif(
     os.geteuid() != 0 or not (CG / "unified/cgroup.controllers").exists(),
     reason="needs root and cgroup2 mounted at /sys/fs/cgroup/unified",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def remove_tree(drv: Cgroups, parent: str) -> None:

@@ -42,10 +42,10 @@ from tests.integration.test_monitor_live import (
     Prom,
     _assert_nothing_left,
     _cli,
-    _free_port,
     _synthetic,
     _tear_down,
 )
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARDS = REPO / "grafana" / "dashboards"
@@ -207,7 +207,7 @@ def test_every_dashboard_panel_has_data_in_a_live_run(
         lv.start("paired-gang", *metrics, quantum=0.1)
         t0_wall = time.time()
         out = _cli(
-            "monitor", "up", "--port", str(_free_port()), "--run-id", run_id,
+            "monitor", "up", "--port", str(free_port()), "--run-id", run_id,
             "--run-dir", str(tmp_path), env=env,
         )  # fmt: skip
         assert f"run id: {run_id}" in out, out

@@ -19,10 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -37,6 +35,7 @@ import pytest
 import yaml
 
 from tests.integration.conftest import EMPTY_FOOTPRINT, _netns_skip_reason, cosched_footprint
+from tests.ports import free_port
 from tests.unit.test_ansible import ANSIBLE_DIR, PLAYBOOK, ansible_env, recap
 
 COSCHED = [sys.executable, "-m", "testbed.cli"]
@@ -81,18 +80,6 @@ class Deployed:
                    COSCHED_RUN_DIR=str(self.root / "head/run/controller"))  # fmt: skip
         return subprocess.run([*COSCHED, *args], capture_output=True, text=True,
                               env=env, timeout=timeout)  # fmt: skip
-
-
-def _free_port() -> int:
-    """A free TCP port on 127.0.0.1 below 32768 (the kernel's ephemeral range starts there)."""
-    for port in random.Random().sample(range(20000, 32000), 50):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000..32000")
 
 
 def _extra_vars(root: Path, prometheus: str) -> dict[str, object]:
@@ -162,7 +149,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
     tmp = tmp_path_factory.mktemp("deploy")
     state, root = tmp / "state", tmp / "nodes"
     extra = tmp / "extra.yml"
-    prometheus = f"127.0.0.1:{_free_port()}" if shutil.which("prometheus") else ""
+    prometheus = f"127.0.0.1:{free_port()}" if shutil.which("prometheus") else ""
     extra.write_text(yaml.safe_dump(_extra_vars(root, prometheus or "127.0.0.1:9090")))
     env = dict(os.environ, COSCHED_STATE_DIR=str(state))
     cp = Path(tempfile.mkdtemp(prefix="cp", dir="/tmp"))

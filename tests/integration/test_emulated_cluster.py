@@ -23,17 +23,10 @@ from testbed.cluster import emulated
 from testbed.cluster.errors import ClusterError
 from testbed.views import render_matrix
 from tests.integration.test_controller_live import Live
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 N = 96
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -68,7 +61,7 @@ def test_emulated_cluster_up_controller_matrix_metrics_down(
     assert f"{N} agents in one process" in text and "DEAD" not in text
 
     live = Live(state_dir, tmp_path)
-    metrics_port = _free_port()
+    metrics_port = free_port()
     try:
         live.start("gang", "--metrics", f"127.0.0.1:{metrics_port}", quantum=0.2)
         ids = [

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import pytest
 from common.names import CONTROLLER_METRICS_PORT
 from testbed import monitor as mon
 from tests.integration.test_controller_live import Live
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 # ~10 s of wall time, then it ends on its own.
@@ -111,14 +111,6 @@ def _assert_nothing_left(paths: mon.MonitorPaths, daemon: mon.Daemon | None) -> 
     assert strays == []
 
 
-def _free_port() -> int:
-    for _ in range(100):
-        port = random.randrange(20000, 32000)
-        if mon.port_free(mon.LISTEN_HOST, port):
-            return port
-    raise AssertionError("no free port below 32768")
-
-
 def _cli(*args: str, env: dict[str, str]) -> str:
     out = subprocess.run(
         [sys.executable, "-m", "testbed.cli", *args],
@@ -142,7 +134,7 @@ def test_monitor_up_scrapes_the_cluster_and_down_leaves_nothing(
         pytest.skip("needs 2 cores: one per node")
     lv = Live(root_cluster_env, tmp_path)
     env = dict(os.environ, COSCHED_STATE_DIR=str(root_cluster_env), COSCHED_RUN_DIR=str(tmp_path))
-    port = _free_port()
+    port = free_port()
     paths = mon.monitor_paths(str(root_cluster_env))
     daemon: mon.Daemon | None = None
     groups = _groups()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,9 @@ from typing import Any
 import pytest
 
 from tests.integration.reference import Reference
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _launch(rank: int, size: int, port: int, args: list[str], tmp: Path) -> subprocess.Popen[str]:
@@ -48,7 +42,7 @@ def _launch(rank: int, size: int, port: int, args: list[str], tmp: Path) -> subp
 
 
 def _run_job(size: int, args: list[str], tmp: Path) -> list[dict[str, Any]]:
-    port = _free_port()
+    port = free_port()
     # Start the last rank first: the barrier must cope with rank 0 arriving late.
     procs = [_launch(r, size, port, args, tmp) for r in reversed(range(size))]
     results = []
@@ -89,7 +83,7 @@ def test_io_bound_uses_little_cpu_and_compute_bound_uses_it_all(tmp_path: Path) 
 
 
 def test_a_rank_that_dies_makes_the_others_fail_clearly(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     args = ["--iterations", "100000", "--gcomp", "10000", "--connect-timeout", "20"]
     root = _launch(0, 2, port, args, tmp_path)
     peer = _launch(1, 2, port, args, tmp_path)

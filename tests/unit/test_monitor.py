@@ -5,7 +5,6 @@ binary) up/status/down leaving nothing behind."""
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import socket
 import stat
@@ -21,6 +20,7 @@ from common.names import CONTROLLER_METRICS_PORT, METRICS_PORT
 from testbed import monitor as mon
 from testbed.cluster.agents import agent_command
 from testbed.cluster.state import AgentRecord, ClusterState
+from tests.ports import free_port
 
 
 def cluster(nodes: int = 2, metrics: bool = True) -> ClusterState:
@@ -179,18 +179,10 @@ def test_controller_argv_is_the_socket_owners(controller_socket: Path) -> None:
     assert mon.controller_argv(str(controller_socket / "nowhere")) is None
 
 
-def _free_port() -> int:
-    for _ in range(100):
-        port = random.randrange(20000, 32000)
-        if mon.port_free(mon.LISTEN_HOST, port):
-            return port
-    raise AssertionError("no free port below 32768")
-
-
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed")
 def test_up_status_down_leaves_nothing(tmp_path: Path) -> None:
     """The I/O half on a cluster without exporters: no root needed."""
-    port = _free_port()
+    port = free_port()
     st = cluster(2, metrics=False)
     rep = mon.up(st, port=port, run_dir=str(tmp_path / "run"), directory=str(tmp_path))
     paths = mon.monitor_paths(str(tmp_path))
@@ -204,7 +196,7 @@ def test_up_status_down_leaves_nothing(tmp_path: Path) -> None:
         s = mon.status(str(tmp_path))
         assert s["up"] and s["daemons"][0]["url"] == rep.prometheus.url and s["targets"] == []
         with pytest.raises(mon.MonitorError, match="already up"):
-            mon.up(st, port=_free_port(), directory=str(tmp_path))
+            mon.up(st, port=free_port(), directory=str(tmp_path))
     finally:
         done = mon.down(str(tmp_path))
     assert done[0].startswith("stopped prometheus") and not mon.alive(rep.prometheus)
@@ -216,7 +208,7 @@ def test_up_status_down_leaves_nothing(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed")
 def test_a_taken_port_is_one_line(tmp_path: Path) -> None:
     with socket.socket() as s:
-        port = _free_port()
+        port = free_port()
         s.bind((mon.LISTEN_HOST, port))
         s.listen(1)
         with pytest.raises(mon.MonitorError, match=f"127.0.0.1:{port} is taken"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from apps.synthetic import (
     main,
     run,
 )
+from tests.ports import free_port
 
 # -- program ----------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def test_emulated_device_blocks_without_cpu() -> None:
 
 
 def test_ranks_communicate_through_the_library_and_agree_on_stop() -> None:
-    port = _free_port()
+    port = free_port()
     out: dict[int, dict[str, object]] = {}
 
     def rank(r: int) -> None:
@@ -169,12 +169,6 @@ def test_comm_flags_are_checked() -> None:
         _cfg([], {"COSCHED_SIZE": "2", "COSCHED_PORT": "7000", "COSCHED_PEERS": "10.0.0.1"})
     with pytest.raises(ConfigError, match="COSCHED_WAIT"):
         _cfg([], {"COSCHED_WAIT": "nap"})
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_negative_device_latency_is_refused() -> None:
