@@ -32,7 +32,6 @@ import contextlib
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from common.ports import free_port  # noqa: E402
+
 PY = sys.executable
 HERE = str(Path(__file__).resolve())
 
@@ -53,12 +54,6 @@ HERE = str(Path(__file__).resolve())
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))] if s else float("nan")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ---- one rank: ``python benchmarks/comm.py _rank ...`` with COSCHED_* set ---------------------

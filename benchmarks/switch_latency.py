@@ -40,7 +40,6 @@ import os
 import secrets
 import select
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from agent import wire  # noqa: E402
 from agent.client import AgentClient  # noqa: E402
 from common.cgroups import Cgroups as CgroupDriver  # noqa: E402
 from common.cgroups import open_cgroups  # noqa: E402
+from common.ports import free_port  # noqa: E402
 
 BUSY = [sys.executable, "-c", "while True: pass"]
 
@@ -80,12 +80,6 @@ def pct(values: list[float], p: float) -> float:
         return float("nan")
     k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
     return s[k]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_nodes(

@@ -24,7 +24,7 @@ import pytest
 from agent import wire
 from agent.client import AgentClient, AgentError
 from common.cgroups import Cgroups, V1Driver, V2Driver
-from tests.ports import free_port
+from common.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CG = Path("/sys/fs/cgroup")

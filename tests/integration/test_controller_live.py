@@ -85,12 +85,10 @@ class Live:
         self.key = read_key(self.st.key_file)
 
     def start(self, policy: str, *extra: str, quantum: float = 0.05) -> None:
-        import socket
+        from common.ports import free_port
 
         if not self.tcp_port:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                self.tcp_port = s.getsockname()[1]
+            self.tcp_port = free_port()
         cmd = [
             sys.executable,
             "-m",

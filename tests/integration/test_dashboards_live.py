@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from common.names import CONTROLLER_METRICS_PORT
+from common.ports import free_port
 from testbed import monitor as mon
 from tests.integration.test_controller_live import Live
 from tests.integration.test_monitor_live import (
@@ -45,7 +46,6 @@ from tests.integration.test_monitor_live import (
     _synthetic,
     _tear_down,
 )
-from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARDS = REPO / "grafana" / "dashboards"

@@ -34,8 +34,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from common.ports import free_port
 from tests.integration.conftest import EMPTY_FOOTPRINT, _netns_skip_reason, cosched_footprint
-from tests.ports import free_port
 from tests.unit.test_ansible import ANSIBLE_DIR, PLAYBOOK, ansible_env, recap
 
 COSCHED = [sys.executable, "-m", "testbed.cli"]

@@ -18,12 +18,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from common.ports import free_port
 from testbed.cluster import cluster as cluster_mod
 from testbed.cluster import emulated
 from testbed.cluster.errors import ClusterError
 from testbed.views import render_matrix
 from tests.integration.test_controller_live import Live
-from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 N = 96

@@ -30,9 +30,9 @@ import psutil
 import pytest
 
 from common.names import CONTROLLER_METRICS_PORT
+from common.ports import free_port
 from testbed import monitor as mon
 from tests.integration.test_controller_live import Live
-from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 # ~10 s of wall time, then it ends on its own.

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from common.ports import free_port
 from tests.integration.reference import Reference
-from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from common.names import CONTROLLER_METRICS_PORT, METRICS_PORT
+from common.ports import free_port
 from testbed import monitor as mon
 from testbed.cluster.agents import agent_command
 from testbed.cluster.state import AgentRecord, ClusterState
-from tests.ports import free_port
 
 
 def cluster(nodes: int = 2, metrics: bool = True) -> ClusterState:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from apps.mp import mesh
-from tests.ports import free_port
+from common.ports import free_port
 
 
 def _self_connected(port: int) -> socket.socket:

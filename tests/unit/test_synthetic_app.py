@@ -21,7 +21,7 @@ from apps.synthetic import (
     main,
     run,
 )
-from tests.ports import free_port
+from common.ports import free_port
 
 # -- program ----------------------------------------------------------------
 

@@ -1,8 +1,8 @@
-"""Free TCP ports for tests, below Linux's ephemeral range (32768-).
+"""Free TCP ports for tests and benchmarks, below Linux's ephemeral range (32768-).
 
 A port from ``bind(0)`` lies in the ephemeral range, where any outgoing
 connection on the host -- including one to that very port while nobody
-listens, which Linux may connect to itself -- can take it before the test's
+listens, which Linux may connect to itself -- can take it before the caller's
 server binds it. Ports drawn from 20000..31999 are never handed out that way.
 """
 
