@@ -25,8 +25,10 @@ figure (least-squares slope of log figure vs log N).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import math
 import os
+import pstats
 import secrets
 import statistics
 import subprocess
@@ -129,6 +131,7 @@ def measure(
     mode: str,
     relays: list[RelayInfo],
     others: list[psutil.Process],
+    profile: int = 0,
 ) -> dict[str, Any]:
     nodes = [NodeInfo(f"n{i}", ("127.0.0.1", port + i), "127.0.0.1", 1.0) for i in range(n)]
     pool: AgentPool | RelayPool
@@ -168,6 +171,9 @@ def measure(
     round_s.clear()
     fan, fan_cpu, last, cpu, rounds = [], [], [], [], []
     o0 = sum(sum(p.cpu_times()[:2]) for p in others)
+    prof = cProfile.Profile(time.process_time) if profile else None  # CPU, not wall
+    if prof is not None:
+        prof.enable()
     for _ in range(quanta):
         c0, w0 = time.process_time(), time.perf_counter()
         at = time.time() + 0.02 if mode == "timed" else None
@@ -177,6 +183,10 @@ def measure(
         fan.append(pool.last_fanout_s)
         fan_cpu.append(pool.last_fanout_cpu_s)
         last.append(round_s[-1])
+    if prof is not None:
+        prof.disable()
+        print(f"-- the controller's CPU time ({n} nodes, {policy}, {len(relays)} relays):")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(profile)
     other_cpu = (sum(sum(p.cpu_times()[:2]) for p in others) - o0) / quanta
     failed = sched.counters.failed_commands
     rss = psutil.Process().memory_info().rss
@@ -203,7 +213,8 @@ def run_one(
                                      f"{i * per}:{i * per + len(info.nodes)}", kf,
                                      tmpd / "relay.log"))  # fmt: skip
         others = [psutil.Process(p.pid) for p in procs]
-        out = measure(n, policy, args.quanta, key, args.base_port, args.mode, infos, others)
+        out = measure(n, policy, args.quanta, key, args.base_port, args.mode, infos, others,
+                      args.profile)  # fmt: skip
         out["host_rss_mib"] = host_rss0 / 2**20
         return out
     finally:
@@ -238,6 +249,10 @@ def main() -> int:
                     help="topologies: 0 = the controller talks to every agent; auto = about "
                     "sqrt(N) relays (controller/relay.py); or a number")  # fmt: skip
     ap.add_argument("--base-port", type=int, default=17000)
+    ap.add_argument("--profile", type=int, default=0, metavar="K",
+                    help="profile the controller over the measured quanta and print its K "
+                    "costliest functions per row (profiling slows it: do not compare the "
+                    "figures of such a run)")  # fmt: skip
     args = ap.parse_args()
     topologies = [t.strip() for t in args.relays.split(",") if t.strip()]
     counts = [int(x) for x in args.nodes.split(",")]

@@ -72,6 +72,8 @@ def filter_plan(
     ``classes`` maps every placed job to its class, ``job_nodes`` every placed
     job to its node indices. Returns the filtered lists and the jobs removed.
     """
+    if STANDBY not in classes.values() and BENCHMARK not in classes.values():
+        return node_jobs, frozenset()  # neither rule applies: skip the per-node passes
     removed: set[int] = set()
     # Nodes that some non-standby job occupies in any row: not idle.
     occupied: set[int] = set()

@@ -56,6 +56,23 @@ class AgentsUnreachable(CoschedError, ConnectionError):
     """Agents that did not answer within the start-up deadline (one line, with the fix)."""
 
 
+# The fields of a node's quantum ack the scheduler reads (controller/quantum.py
+# ``_account`` and ``_switch_figures``). A relay forwards only these: the per-job
+# switch latencies and apply durations are exported by each agent's own exporter.
+ACK_FIELDS = frozenset(
+    {
+        "cpu_ns",
+        "errors",
+        "applied_monotonic_ns",
+        "thawed_realtime_ns",
+        "freeze_confirm_s",
+        "mode",
+        "lateness_s",
+        "late",
+    }
+)
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A node as the controller needs it: where its agent listens, its data IP, CPUs."""

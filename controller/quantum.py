@@ -204,6 +204,7 @@ class Scheduler:
         self.pool = pool
         self.nodes: list[NodeInfo] = list(pool.nodes)
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.capacity = {n.name: n.capacity for n in self.nodes}
         self.cfg = config or OperatorConfig()
         if self.cfg.max_slots is None and "max_slots" in self.params:
             ms = self.params["max_slots"]
@@ -650,7 +651,7 @@ class Scheduler:
                 prev = self._prev_applied.get(node)
                 if prev is not None:
                     elapsed[node] = t - prev
-        capacity = {n.name: n.capacity for n in self.nodes}
+        capacity = self.capacity
         util = job_utilization(cpu, elapsed, capacity, self._prev_runnable)
         self.last_utilization = util
         if util:

@@ -45,7 +45,7 @@ from agent import wire
 from agent.client import AgentError
 from agent.failsafe import FailSafe, Transition
 from agent.server import AgentConn, AgentServer
-from controller.nodes import HEARTBEAT_EVERY, AgentPool, NodeInfo
+from controller.nodes import ACK_FIELDS, HEARTBEAT_EVERY, AgentPool, NodeInfo
 
 log = logging.getLogger("controller.relay")
 
@@ -190,14 +190,14 @@ class Relay:
         at = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
         results = self.pool.quantum(data["q"], mine, at=at, start=float(data["start"]))
         acks: dict[str, Any] = {}
-        sent: dict[str, int] = {}
         for n, r in results.items():
             if r.ack is not None:
-                acks[n] = r.ack
-                sent[n] = r.sent_ns
+                # only what the scheduler reads, and no empty error table: the
+                # controller decodes every node's ack each quantum (docs/scale.md)
+                acks[n] = {k: v for k, v in r.ack.items() if k in ACK_FIELDS and v != {}}
             else:
                 errors[n] = r.error or "no ack"
-        return {"node": self.cfg.name, "acks": acks, "errors": errors, "sent_ns": sent}
+        return {"node": self.cfg.name, "acks": acks, "errors": errors}
 
     def _forward(self, conn: AgentConn, msg: wire.Message) -> None:
         node = msg.data.get("node")

@@ -154,10 +154,9 @@ class RelayPool:
                 continue
             acks = reply.get("acks") or {}
             errors = reply.get("errors") or {}
-            sent_ns = reply.get("sent_ns") or {}
             for n in cmds:
                 if n in acks:
-                    out[n] = QuantumResult(n, acks[n], None, int(sent_ns.get(n, 0)))
+                    out[n] = QuantumResult(n, acks[n], None)
                 else:
                     out[n] = QuantumResult(n, None, str(errors.get(n, "no ack from the relay")))
         return out

@@ -72,7 +72,9 @@ class GangFamily(Family):
             placed = self._placed()
             cls = {j: s.jobs[j].job_class for j in placed}
             # Only jobs we really launched can be listed to the agents.
-            raw = tuple(tuple(j for j in js if j in placed) for js in plan.node_jobs)
+            raw = plan.node_jobs
+            if not placed.keys() >= set().union(*raw):
+                raw = tuple(tuple(j for j in js if j in placed) for js in raw)
             node_jobs, _removed = classes.filter_plan(raw, cls, placed)
             if not classes.plan_is_empty(node_jobs) or classes.plan_is_empty(raw):
                 break

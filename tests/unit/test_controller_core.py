@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -347,3 +347,43 @@ def test_run_as_is_for_operators_only_and_reaches_the_launch() -> None:
     assert rec["user"] == "ops" and rec["run_as"] == "root"
     with pytest.raises(SpecError, match=r"spec\.run_as: want a user name"):
         s.submit({**spec, "run_as": "no body"}, "ops", operator=True)
+
+
+class _ReadKeys(dict[str, Any]):
+    """An ack that records which of its fields are read."""
+
+    read: ClassVar[set[str]] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _ReadKeys.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        _ReadKeys.read.add(key)
+        return super().__getitem__(key)
+
+
+def test_the_scheduler_reads_no_ack_field_a_relay_drops() -> None:
+    """Relays forward only ``ACK_FIELDS`` (controller/relay.py): reading another is a bug."""
+    from controller.nodes import ACK_FIELDS, QuantumResult
+
+    s, pool, clock = make("paired-gang")
+    pool.late, pool.lateness_s = True, 0.003
+    inner = pool.quantum
+
+    def recording(q: int, commands: Any, at: float | None = None) -> Any:
+        out = inner(q, commands, at)
+        for node, r in out.items():
+            ack = _ReadKeys(r.ack or {}, errors={"7": "weight failed: test"})
+            out[node] = QuantumResult(node, ack, r.error, r.sent_ns)
+        return out
+
+    pool.quantum = recording  # type: ignore[method-assign]
+    _ReadKeys.read = set()
+    s.submit(BUSY, "alice")
+    s.submit(BUSY, "bob")
+    for k in range(6):
+        clock.t += 0.1
+        s.tick(at=clock.t + 0.02 if k % 2 else None)  # both modes
+    assert {"cpu_ns", "applied_monotonic_ns", "mode", "late", "errors"} <= _ReadKeys.read
+    assert _ReadKeys.read <= ACK_FIELDS, sorted(_ReadKeys.read - ACK_FIELDS)
