@@ -25,6 +25,7 @@ is missing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import json
 import os
@@ -37,6 +38,8 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+
+from apps.mp.mesh import is_self_connected
 
 ACCEPT_TIMEOUT_S = 120.0  # a rank > 0 waits this long for mpirun's call
 CONNECT_TIMEOUT_S = 60.0  # the remote-shell agent retries this long (ranks start unevenly)
@@ -192,7 +195,10 @@ def rsh(argv: Sequence[str]) -> int:
     while True:
         try:
             sock = socket.create_connection((host, port + r), timeout=5)
-            break
+            if not is_self_connected(sock):
+                break
+            sock.close()  # Linux's self-connect holds the port the rank wants (apps/mp/mesh.py)
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "connected to itself")
         except OSError as e:
             if time.monotonic() > end:
                 print(f"mpilaunch --rsh: rank {r} at {host}:{port + r}: {e}", file=sys.stderr)
