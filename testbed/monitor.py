@@ -46,6 +46,7 @@ from common.addr import AddressError, format_addr, parse_addr
 from common.errors import CoschedError
 from common.names import CONTROLLER_METRICS_PORT, controller_socket, state_dir
 from common.private import append_private
+from testbed.cluster.agents import log_tail
 from testbed.cluster.state import ClusterState
 
 PROMETHEUS_PORT = 9090  # Prometheus's own allocation; `cosched monitor up --port` moves it
@@ -380,14 +381,9 @@ def http_get(url: str, timeout_s: float = 2.0) -> tuple[int, bytes]:
         return 0, b""
 
 
-def _tail(path: Path, nbytes: int = 600) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - nbytes))
-            lines = f.read().decode(errors="replace").strip().splitlines()
-    except OSError:
-        return "no log"
+def _last_line(path: Path) -> str:
+    """The log's last line, for a one-line error."""
+    lines = log_tail(str(path), 600).strip().splitlines()
     return lines[-1] if lines else "no output"
 
 
@@ -422,7 +418,7 @@ def wait_ready(d: Daemon, path: str, log: Path, timeout_s: float) -> float:
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout_s:
         if not alive(d):
-            raise MonitorError(f"{d.name} exited at start: {_tail(log)} (log: {log})")
+            raise MonitorError(f"{d.name} exited at start: {_last_line(log)} (log: {log})")
         if http_get(d.url + path, timeout_s=1.0)[0] == 200:
             return time.monotonic() - t0
         time.sleep(0.1)

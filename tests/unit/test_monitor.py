@@ -214,3 +214,18 @@ def test_a_taken_port_is_one_line(tmp_path: Path) -> None:
         with pytest.raises(mon.MonitorError, match=f"127.0.0.1:{port} is taken"):
             mon.up(cluster(1), port=port, directory=str(tmp_path))
     assert not mon.monitor_paths(str(tmp_path)).root.exists()
+
+
+def test_a_daemon_that_exits_at_start_is_one_line_with_its_last_log_line(tmp_path: Path) -> None:
+    log, pidfile = tmp_path / "d.log", tmp_path / "d.pid"
+    cmd = [
+        sys.executable,
+        "-c",
+        "print('starting'); print('error: bad flag --x'); raise SystemExit(2)",
+    ]
+    d = mon.spawn("prometheus", cmd, log, pidfile, f"http://127.0.0.1:{free_port()}", tmp_path)
+    with pytest.raises(mon.MonitorError) as e:
+        mon.wait_ready(d, "/-/ready", log, timeout_s=10)
+    msg = str(e.value)
+    assert "prometheus exited at start: error: bad flag --x" in msg and str(log) in msg
+    assert "\n" not in msg
