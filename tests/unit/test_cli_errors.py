@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from common.ports import free_port
 from testbed.cli import main
 from testbed.cluster import cluster as cluster_mod
 from tests.unit.test_cluster_lifecycle import make_env
@@ -43,10 +44,8 @@ def key_file(tmp_path: Path, mode: int = 0o600, text: str = "k" * 32) -> str:
 
 
 def refused_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port  # closed: connecting is refused
+    # below the ephemeral range: a connect to it can never land on itself
+    return free_port()  # nobody listens: connecting is refused
 
 
 # -- simulate, policies ---------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import time
 
+from common.ports import free_port
 from controller.nodes import AgentPool, NodeInfo
 
 
@@ -39,9 +40,7 @@ def test_connect_all_with_some_missing_returns_them_unless_all_required() -> Non
 
     from controller.nodes import AgentsUnreachable
 
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]  # closed again below: connection refused
+    port = free_port()  # nobody listens (below the ephemeral range: no self-connect)
     pool = AgentPool([NodeInfo("n0", ("127.0.0.1", port), "10.0.0.1")], b"k" * 32, timeout=0.2)
     try:
         # none answers: refused either way (a controller with no node stops, one line)
