@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,9 @@ def measure(
     others: list[psutil.Process],
     profile: int = 0,
 ) -> dict[str, Any]:
+    # what the controller's own objects hold (nodes, pool, scheduler, jobs), traced
+    # only until the measured quanta start so that tracing costs them nothing
+    tracemalloc.start()
     nodes = [NodeInfo(f"n{i}", ("127.0.0.1", port + i), "127.0.0.1", 1.0) for i in range(n)]
     pool: AgentPool | RelayPool
     pool = (
@@ -140,7 +144,6 @@ def measure(
         if relays
         else AgentPool(nodes, key, timeout=10.0)
     )
-    rss0 = psutil.Process().memory_info().rss
     pool.connect_all(120.0)
     sched = Scheduler(policy, {}, pool)
     for k in range(2):
@@ -167,6 +170,8 @@ def measure(
     pool.quantum = timed_quantum  # type: ignore[method-assign]
     for _ in range(5):  # launches and first switches
         sched.tick()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
     plan_s.clear()
     round_s.clear()
     fan, fan_cpu, last, cpu, rounds = [], [], [], [], []
@@ -189,12 +194,11 @@ def measure(
         pstats.Stats(prof).sort_stats("tottime").print_stats(profile)
     other_cpu = (sum(sum(p.cpu_times()[:2]) for p in others) - o0) / quanta
     failed = sched.counters.failed_commands
-    rss = psutil.Process().memory_info().rss
     pool.close()
     return {
         "n": n, "policy": policy, "relays": len(relays), "other_cpu": other_cpu, "plan": plan_s,
         "fanout": fan, "fan_cpu": fan_cpu, "last_ack": last, "cpu": cpu, "round": rounds,
-        "rss_mib": (rss - rss0) / 2**20, "failed": failed,
+        "held_mib": held / 2**20, "failed": failed,
     }  # fmt: skip
 
 
@@ -292,7 +296,8 @@ def main() -> int:
         "CPU % = controller CPU per quantum / 100 ms; q min = the shortest quantum (of "
         f"{', '.join(f'{q * 1000:g}' for q in QUANTA_CHOICES)} ms) above every round;"
     )
-    print("ctl MiB = controller memory grown for the run; agents MiB = the emulated host's RSS;")
+    print("ctl MiB = what the controller's objects hold after warm-up (tracemalloc: pool,")
+    print("    scheduler, jobs); agents MiB = the emulated host's RSS;")
     print("others ms = CPU of the emulated host and the relays per quantum (what bounds the acks")
     print("on one host: they share its cores with the controller).")
     print()
@@ -308,10 +313,11 @@ def main() -> int:
             parts.append(
                 f"{name} {fit_exponent(ns, [statistics.fmean(r[key_]) for r in mine]):.2f}"
             )
-        parts.append(
-            f"controller memory {fit_exponent(ns, [max(r['rss_mib'], 1e-3) for r in mine]):.2f}"
-        )
+        parts.append(f"controller memory {fit_exponent(ns, [r['held_mib'] for r in mine]):.2f}")
         parts.append(f"agents memory {fit_exponent(ns, [r['host_rss_mib'] for r in mine]):.2f}")
+        lo, hi = min(mine, key=lambda r: r["n"]), max(mine, key=lambda r: r["n"])
+        per_node = (hi["held_mib"] - lo["held_mib"]) * 1024 / (hi["n"] - lo["n"])
+        parts.append(f"controller memory per added node {per_node:.1f} KiB")
         print(f"  {group}: " + ", ".join(parts))
     big = [r for r in rows if r["n"] == max(counts)]
     print()
@@ -357,7 +363,7 @@ def fmt(r: dict[str, Any]) -> str:
         f" {pf * ms:8.2f} {pfc * ms:5.2f} |"
         f" {pct(r['last_ack'], 50) * ms:7.2f} {pct(r['last_ack'], 99) * ms:6.2f} |"
         f" {statistics.fmean(r['cpu']) / 0.1 * 100:6.1f} | {qmin * ms:6.0f} |"
-        f" {r['rss_mib']:7.1f} {r['host_rss_mib']:10.1f} | {r['other_cpu'] * ms:9.1f} |"
+        f" {r['held_mib']:7.2f} {r['host_rss_mib']:10.1f} | {r['other_cpu'] * ms:9.1f} |"
         f" {r['failed']}"
     )
 
