@@ -25,7 +25,6 @@ is missing.
 from __future__ import annotations
 
 import contextlib
-import errno
 import ipaddress
 import json
 import os
@@ -39,7 +38,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from apps.mp.mesh import is_self_connected
+from apps.mp.mesh import connect_once
 
 ACCEPT_TIMEOUT_S = 120.0  # a rank > 0 waits this long for mpirun's call
 CONNECT_TIMEOUT_S = 60.0  # the remote-shell agent retries this long (ranks start unevenly)
@@ -194,11 +193,8 @@ def rsh(argv: Sequence[str]) -> int:
     end = time.monotonic() + CONNECT_TIMEOUT_S
     while True:
         try:
-            sock = socket.create_connection((host, port + r), timeout=5)
-            if not is_self_connected(sock):
-                break
-            sock.close()  # Linux's self-connect holds the port the rank wants (apps/mp/mesh.py)
-            raise ConnectionRefusedError(errno.ECONNREFUSED, "connected to itself")
+            sock = connect_once((host, port + r), 5)
+            break
         except OSError as e:
             if time.monotonic() > end:
                 print(f"mpilaunch --rsh: rank {r} at {host}:{port + r}: {e}", file=sys.stderr)

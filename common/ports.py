@@ -14,21 +14,15 @@ import socket
 LOW, HIGH = 20000, 32000
 
 
-def free_port(host: str = "127.0.0.1", span: int = 1) -> int:
-    """A port p such that p .. p+span-1 are all free on ``host`` now."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on ``host`` now, in LOW..HIGH-1."""
     rng = random.Random()
     for _ in range(200):
-        base = rng.randrange(LOW, HIGH - span)
-        socks: list[socket.socket] = []
-        try:
-            for p in range(base, base + span):
-                s = socket.socket()
-                socks.append(s)
-                s.bind((host, p))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-        return base
-    raise AssertionError(f"no {span} free consecutive ports in {LOW}..{HIGH - 1} on {host}")
+        port = rng.randrange(LOW, HIGH)
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError(f"no free port in {LOW}..{HIGH - 1} on {host}")

@@ -65,6 +65,21 @@ def is_self_connected(sock: socket.socket) -> bool:
         return False
 
 
+def connect_once(addr: tuple[str, int], timeout: float) -> socket.socket:
+    """One connect to a peer that may not listen yet; callers retry on OSError.
+
+    Linux's TCP simultaneous open: a connect to an unbound port of the
+    ephemeral range can pick that very port as its source and connect to
+    itself, holding the port the peer wants to listen on. Such a connection
+    is closed and reported as refused.
+    """
+    s = socket.create_connection(addr, timeout=timeout)
+    if is_self_connected(s):
+        s.close()
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "connected to itself")
+    return s
+
+
 @dataclass
 class Handshake:
     """The parameters both ends of every connection must agree on."""
@@ -118,19 +133,10 @@ class Handshake:
         addr, port = self.peers[j], port_of(self.peers, self.port, j)
         who = f"rank {j} at {addr}:{port}"
         while True:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.settimeout(max(0.1, deadline - time.monotonic()))
             try:
-                s.connect((addr, port))
-                if not is_self_connected(s):
-                    break
-                # Linux TCP simultaneous open: connecting to an unbound port of
-                # the ephemeral range can pick that very port as the source and
-                # connect to itself, holding the port its rank wants to listen
-                # on. Drop it and retry as if refused.
-                raise ConnectionRefusedError(errno.ECONNREFUSED, "connected to itself")
+                s = connect_once((addr, port), max(0.1, deadline - time.monotonic()))
+                break
             except OSError as e:
-                s.close()
                 if time.monotonic() + RETRY_S > deadline:
                     raise MPError(
                         f"rank {self.rank}: cannot reach {who} within "
