@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["freezer", "signals"],
         default="freezer",
         help="how jobs are switched: the cgroup freezer (default) or SIGSTOP/SIGCONT to every"
-        " process of the job's cgroup, as seed 001 does (docs/cluster.md, 'Switch mechanisms')",
+        " process of the job's cgroup, as Rajaei et al. 2008 does (docs/cluster.md, 'Switch "
+        "mechanisms')",
     )
     p.add_argument("--log-level", default="INFO")
     return p

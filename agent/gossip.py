@@ -1,6 +1,6 @@
 """ERL exchange between agents over the control network (docs/cdc.md "NIC emulation").
 
-Seed 002 piggybacks each node's expected rescheduling latency on outgoing
+Yu & Byun 2011 piggybacks each node's expected rescheduling latency on outgoing
 messages and the NIC files it with the arrival (§4.2). Our agent cannot read a
 header without consuming it for the rank, so agents tell each other their ERL
 directly: one small UDP datagram to every peer agent when the value moved by

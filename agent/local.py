@@ -1,4 +1,4 @@
-"""The agent's local scheduler for communication-driven coscheduling (seed 002).
+"""The agent's local scheduler for communication-driven coscheduling (Yu & Byun 2011).
 
 Ties the NIC emulation (agent/nic.py), the ERL exchange (agent/gossip.py) and
 a scheme (agent/cdc/schemes.py) into the agent's event loop:

@@ -131,7 +131,7 @@ class _AgentCollector(Collector):
 
 
 def _cdc_metrics(node: str, st: dict[str, Any]) -> Iterator[Metric]:
-    """Seed 002's metrics: BCR as a ratio of two counters, MD as a histogram (docs/cdc.md)."""
+    """Yu & Byun's metrics: BCR as a ratio of two counters, MD as a histogram (docs/cdc.md)."""
     labels, values = ["node", "policy"], [node, str(st["scheme"])]
 
     def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
@@ -179,7 +179,7 @@ def _cdc_metrics(node: str, st: dict[str, Any]) -> Iterator[Metric]:
     yield md
     yield gauge(
         "cosched_cdc_erl_seconds",
-        "This node's expected rescheduling latency (seed 002 eq. 1)",
+        "This node's expected rescheduling latency (Yu & Byun 2011 eq. 1)",
         st["erl_us"] / 1e6,
     )
     yield gauge(

@@ -1,7 +1,7 @@
 """NIC emulation: which local processes have arrived-but-unconsumed messages.
 
 A real coscheduling NIC learns of a message before the receiving process runs
-and posts it in a receive completion queue the scheduler can read (seed 002
+and posts it in a receive completion queue the scheduler can read (Yu & Byun 2011
 §4.1-4.2, Figs. 3-4: the RCQ mapped into the kernel at ``register_to_CSM``).
 Here the rank registers with its agent over a unix SOCK_SEQPACKET socket and
 hands it duplicates of its data sockets and a shared state page

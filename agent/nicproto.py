@@ -1,6 +1,6 @@
 """The NIC API between the message library (apps/mp) and its agent (docs/cdc.md).
 
-Seed 002 §4.2 (Fig. 4) has each process register its receive completion
+Yu & Byun 2011 §4.2 (Fig. 4) has each process register its receive completion
 queue with the kernel so that the NIC firmware and the local scheduler see
 its messages; here the library registers a shared memory page and its data
 sockets with the node's agent. This module is shared by both sides and free

@@ -1,6 +1,6 @@
 """Time-triggered switches: the one pending quantum plan and the wait for its instant.
 
-Seed 000 §3.1 (Fig. 5) has the master tell every slave when to switch; applied on
+Wiseman & Feitelson 2003 §3.1 (Fig. 5) has the master tell every slave when to switch; applied on
 arrival, the switch of each node lags by its own receive and wake-up time, so the
 gangs of one slot start apart (2-23 ms p99 over 8 nodes on 2 cores, measured with
 benchmarks/switch_latency.py). Instead the controller sends each quantum's plan

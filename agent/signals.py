@@ -1,6 +1,6 @@
-"""Signal-based switching: SIGSTOP/SIGCONT instead of the cgroup freezer (seed 001 §4).
+"""Signal-based switching: SIGSTOP/SIGCONT instead of the cgroup freezer (Rajaei et al. 2008 §4).
 
-Seed 001's scheduler, on each context switch, "stops the currently running process
+Rajaei et al.'s scheduler, on each context switch, "stops the currently running process
 using SIGSTOP, and resumes the jobs scheduled to run next using the signal SIGCONT".
 :class:`SignalSwitch` gives the agent that mechanism behind the interface the freezer
 path uses (``freeze_many``, ``thaw_many``, ``prepare_thaw``, ``is_frozen``,

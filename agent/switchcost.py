@@ -1,4 +1,4 @@
-"""Cost_switch of eq. (1) (seed 002 §4.2), measured on this machine.
+"""Cost_switch of eq. (1) (Yu & Byun 2011 §4.2), measured on this machine.
 
 The paper quotes 6 µs for Linux 2.4 (Bradford [7]). We measure a pipe
 ping-pong between this process and a child pinned to the same CPU (each round

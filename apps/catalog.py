@@ -1,7 +1,7 @@
 """Every app cosched ships, for ``cosched app list`` and ``cosched app run`` (pure).
 
 The NPB-like kernels come from :data:`apps.npb.KERNELS` (their classes and allowed
-rank counts); the synthetic program (seed 000 Fig. 6, with the presets of
+rank counts); the synthetic program (Wiseman & Feitelson 2003 Fig. 6, with the presets of
 apps/presets.py) and the ping-pong take any rank count their code accepts.
 """
 
@@ -34,7 +34,8 @@ def catalog() -> dict[str, AppInfo]:
     apps = {
         "synthetic": AppInfo(
             "synthetic", "apps.synthetic", "any", (), ("ours",),
-            "seed 000 Fig. 6: compute, file I/O and a barrier per iteration; seed 002's "
+            "Wiseman & Feitelson 2003 Fig. 6: compute, file I/O and a barrier per iteration; Yu & "
+            "Byun's "
             "communication phases (--comm); presets " + ", ".join(PRESETS),
             presets=PRESETS,
         ),

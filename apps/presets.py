@@ -1,9 +1,11 @@
-"""The synthetic program's presets and the QCRD model (seed 000 §4.1.1, §4.2.1, §4.2.3).
+"""The synthetic program's presets and the QCRD model (Wiseman & Feitelson 2003 §4.1.1, §4.2.1,
+§4.2.3).
 
 Pure: what each preset asks of ``apps/synthetic.py``, scaled from the paper's machine
 to this one by the measured cost of one compute iteration (docs/apps.md).
 
-**The paper's iteration cost.** Seed 000 never states its machine's speed, but §4.2.1
+**The paper's iteration cost.** Wiseman & Feitelson 2003 never states its machine's speed, but
+§4.2.1
 fixes it: the fine-grain jobs ran N = 600 x sec barriers (600 per second, 1.67 ms
 each) with G_comp = 25,000 at "about 45 percent" CPU, so 25,000 iterations took about
 0.45 x 1.67 ms = 0.75 ms: :data:`PAPER_NS_PER_ITERATION` = 30 ns. We scale by
@@ -27,8 +29,9 @@ each) with G_comp = 25,000 at "about 45 percent" CPU, so 25,000 iterations took 
   Each phase runs ``io``- or ``compute``-preset barriers until its time is up (rank
   0's clock decides at a barrier, so every rank changes phase at the same barrier).
   The paper gives no phase lengths; ours default to 1 s I/O, 4 s CPU, 8 s final (68
-  s in all, seed 002's jobs ran 66-73 s) and are parameters; with ``--duration`` the
-  phases are scaled so the whole run takes that long, as seed 000 shrank QCRD to each
+  s in all, Yu & Byun's jobs ran 66-73 s) and are parameters; with ``--duration`` the
+  phases are scaled so the whole run takes that long, as Wiseman & Feitelson 2003 shrank QCRD to
+  each
   Lublin job's run time.
 """
 
@@ -61,7 +64,7 @@ class Preset:
 
 
 def paper_seconds(gcomp: int) -> float:
-    """What ``gcomp`` iterations took on seed 000's machine."""
+    """What ``gcomp`` iterations took on Wiseman & Feitelson's machine."""
     return gcomp * PAPER_NS_PER_ITERATION * 1e-9
 
 

@@ -1,11 +1,11 @@
-"""The synthetic compute / I-O / barrier program of seed 000 §4.1.1, Fig. 6.
+"""The synthetic compute / I-O / barrier program of Wiseman & Feitelson 2003 §4.1.1, Fig. 6.
 
 ::
 
     loop N times
         loop G_comp times: null statement          (compute part)
         loop G_IO times: open new file, write B bytes, close   (I/O part)
-        [communication phase: K exchanges, --comm]  (seed 002 Table 2 patterns)
+        [communication phase: K exchanges, --comm]  (Yu & Byun 2011 Table 2 patterns)
         barrier                                     (through rank 0)
 
 ``G_IO = 0`` makes a compute-bound job, ``G_comp = 0`` an I/O-bound one; the
@@ -22,7 +22,7 @@ communication, the barrier included, goes through the message library
 agent asks for apply, and every receive's message delay is measured.
 
 The communication phase (``--comm``, after the I/O part of each iteration)
-imitates seed 002 Table 2's patterns: ``nn`` exchanges ``--msg-bytes`` with
+imitates Yu & Byun 2011 Table 2's patterns: ``nn`` exchanges ``--msg-bytes`` with
 both ring neighbours (Isend/Irecv/Wait: BT, SP, CG), ``a2a`` an all-to-all
 of that many bytes per pair (FT, IS), ``allreduce`` a sum over
 ``--msg-bytes / 8`` doubles (IS); ``--comm-rounds`` times per iteration.
@@ -95,7 +95,7 @@ from apps.presets import (
 
 COMM_PATTERNS = ("none", "nn", "a2a", "allreduce")
 
-# Seed 000 §4.1.1 values (apps/presets.py scales them to this machine).
+# Wiseman & Feitelson 2003 §4.1.1 values (apps/presets.py scales them to this machine).
 PAPER_ITERATIONS = 250
 _QCRD_TEXT = ",".join(f"{v:g}" for v in QCRD_DEFAULT)
 
@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m apps.synthetic",
         description=(
-            "The synthetic program of seed 000 Fig. 6, with seed 002's communication:\n"
+            "The synthetic program of Wiseman & Feitelson 2003 Fig. 6, with Yu & Byun's "
+            "communication:\n"
             "  loop N times { compute G_comp iterations;\n"
             "                 G_IO times open a new file, write B bytes, close;\n"
             "                 K communication rounds (--comm);\n"
@@ -226,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
             "                               userspace link emulation (clusters without netem)\n"
             "  COSCHED_NIC_SOCK, COSCHED_JOB_ID  register with the node agent (docs/cdc.md)\n"
             "\n"
-            "seed 002 Table 2 (message sizes from the table; the share of time spent\n"
+            "Yu & Byun 2011 Table 2 (message sizes from the table; the share of time spent\n"
             "communicating follows from --gcomp against the rounds):\n"
             "  BT  --comm nn --msg-bytes 62464 --comm-rounds 1     low intensity, NN\n"
             "  SP  --comm nn --msg-bytes 40960 --comm-rounds 2     medium, NN\n"
@@ -248,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    work = parser.add_argument_group("workload (seed 000 §4.1.1)")
+    work = parser.add_argument_group("workload (Wiseman & Feitelson 2003 §4.1.1)")
     work.add_argument(
         "--iterations",
         "-N",
@@ -312,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--preset",
         choices=PRESETS,
         default=None,
-        help="seed 000's jobs scaled to this machine (apps/presets.py): compute (G_comp "
+        help="Wiseman & Feitelson's jobs scaled to this machine (apps/presets.py): compute (G_comp "
         "2,500,000 -> 75 ms per barrier), io (G_IO 20 x 8,193 B on a 3.75 ms device), "
         "fine (about 45 %% CPU: compute sized from the barrier measured at start-up, "
         "waits block; 2+ ranks), qcrd (12 x (I/O, CPU) phases, then a long I/O phase); "
@@ -340,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("spin", "block", "spinblock"),
         default=None,
         help="how a receive waits, the barrier's included (overrides COSCHED_WAIT; "
-        "default spin). block is what seed 000's barrier did: its jobs used "
+        "default spin). block is what Wiseman & Feitelson's barrier did: its jobs used "
         "conventional Unix IPC (§3.2), where a waiting process sleeps in the kernel",
     )
     job.add_argument(
@@ -350,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="how long ranks wait for each other at start-up (default %(default)s s)",
     )
-    cm = parser.add_argument_group("communication phase (seed 002 Table 2 patterns)")
+    cm = parser.add_argument_group("communication phase (Yu & Byun 2011 Table 2 patterns)")
     cm.add_argument(
         "--comm",
         choices=COMM_PATTERNS,

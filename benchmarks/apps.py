@@ -1,6 +1,6 @@
 """NPB-like kernels with 4 ranks: time per iteration, message bandwidth, time communicating.
 
-For each of seed 002's five applications (BT, SP, FT, IS, CG), over our
+For each of Yu & Byun's five applications (BT, SP, FT, IS, CG), over our
 message library (apps.mp, ranks as local processes) and over Open MPI
 (mpi4py under mpirun), one run of about ``--duration`` seconds (whole
 verified repetitions, apps/npb/runner.py) prints
@@ -15,7 +15,7 @@ verified repetitions, apps/npb/runner.py) prints
   a slower rank counts as communicating);
 * CPU / wall of all ranks, and the verification.
 
-Seed 002 §5.2 orders the applications BT, SP, FT, IS, CG from the lowest to
+Yu & Byun 2011 §5.2 orders the applications BT, SP, FT, IS, CG from the lowest to
 the highest communication intensity: the benchmark prints our order by
 fraction of time communicating, and whether BT is lowest and CG highest.
 Ours is not tuned toward it. Ours vs MPI: the ratio of seconds per iteration.
@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 
 from apps.npb import KERNELS  # noqa: E402
 
-ORDER = ["bt", "sp", "ft", "is", "cg"]  # seed 002: lowest to highest intensity
+ORDER = ["bt", "sp", "ft", "is", "cg"]  # Yu & Byun 2011: lowest to highest intensity
 
 
 def run(
@@ -116,7 +116,7 @@ def main() -> int:
             + " < ".join(f"{k.upper()} {100 * frac[k]:.1f} %" for k in ours)
         )
         print(
-            "  seed 002: BT lowest, CG highest -> ours: "
+            "  Yu & Byun 2011: BT lowest, CG highest -> ours: "
             f"BT lowest {'yes' if ours[0] == 'bt' else 'no'}, "
             f"CG highest {'yes' if ours[-1] == 'cg' else 'no'}; full order BT<SP<FT<IS<CG "
             f"{'yes' if ours == ORDER else 'no'}"

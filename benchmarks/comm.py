@@ -12,7 +12,7 @@ Figures printed (targets in brackets); every rank is its own process:
 (d) spin-block's spin time swept 0..300 µs (plus pure spin) on a ping-pong
     whose partner is sometimes descheduled: each rank shares its CPU with a
     process that computes half of the time; round trips per second, round
-    trip, and the CPU the competing processes got. Seed 002 found ~150 µs
+    trip, and the CPU the competing processes got. Yu & Byun 2011 found ~150 µs
     best on its hardware (§5.1, Table 2 note);
 then, added with the agent's NIC emulation: with ``--cluster`` the boost's
 effect on a ping-pong beside CPU-bound jobs under LOCAL / DCS / CC-B, and
@@ -277,7 +277,9 @@ def section_spin_sweep(seconds: float, on_ms: float, off_ms: float) -> None:
             f"{label:>8s} {rate:14.0f} {statistics.median(rtt):10.1f} {pct(rtt, 99):9.1f} "
             f"{r0['cpu_s'] + r1['cpu_s']:12.2f} {others:13.2f}   (wall {wall:.1f} s)"
         )
-    print(f"most round trips per second: spin time {best[1]} (seed 002: ~150 us on its cluster)")
+    print(
+        f"most round trips per second: spin time {best[1]} (Yu & Byun 2011: ~150 us on its cluster)"
+    )
 
 
 # ---- (a, b) on a real local cluster: ranks inside the nodes' namespaces ---------------------

@@ -1,4 +1,4 @@
-"""DHC at P = 4096 (issue 12, "Targets"): how long seed 004's fluid simulation
+"""DHC at P = 4096 (issue 12, "Targets"): how long Feitelson & Rudolph's fluid simulation
 must run before independent runs agree within 1 % at low load, and how long that
 takes.
 

@@ -64,7 +64,7 @@ METRICS_PORT = 9096  # every node's agent's Prometheus exporter
 CONTROLLER_METRICS_PORT = 9097  # the controller's exporter (`--metrics HOST:9097`)
 CONTROLLER_PORT = 7000  # the port the docs and examples give `--listen-tcp`
 
-# -- job classes (seed 003 §3.1; the rules are controller/classes.py) ----------
+# -- job classes (Gorda & Brooks 1991 §3.1; the rules are controller/classes.py) ----------
 
 INTERACTIVE = "interactive"
 PRODUCTION = "production"

@@ -6,7 +6,7 @@ line>"}``; nothing raised here reaches the socket layer, so a bad request can
 never stop the daemon. Operator requests (``set``, ``checkpoint``,
 ``shutdown``; killing or re-classing someone else's job) need an operator:
 root, the user running the controller, or a name given with ``--operator``.
-Seed 003 §3.1 ("gangster", "operator control interface").
+Gorda & Brooks 1991 §3.1 ("gangster", "operator control interface").
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             "skew_p99_s": skew["p99"],
             "queue_length": s.queue_length(),
             "matching_success_ratio": s.matching_success_ratio(),
-            # seed 000 Fig. 7 bottom: share of quanta each slot was used as a partner
+            # Wiseman & Feitelson 2003 Fig. 7 bottom: share of quanta each slot was used as a
+            # partner
             "slot_partner_ratio": {str(k): v for k, v in s.slot_matched_ratio().items()},
             "cluster_cpu_utilization": s.counters.utilization,
         }
@@ -181,13 +182,13 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
 
 
 def _slice(s: Scheduler, args: dict[str, Any]) -> Any:
-    """Seed 003 "slice": pack the known jobs space-wise (controller/slice.py)."""
+    """Gorda & Brooks 1991 "slice": pack the known jobs space-wise (controller/slice.py)."""
     size = args.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
         raise ApiError(f"slice: size must be an int >= 1, got {size!r}")
     from controller.slice import slice_matrix
 
-    # "all the known jobs" (seed 003 §3): everything not ended, queued included.
+    # "all the known jobs" (Gorda & Brooks 1991 §3): everything not ended, queued included.
     known = {j.job_id: j.spec.size for j in s.jobs.values() if not j.ended}
     try:
         return slice_matrix(len(s.nodes), known, size).to_dict()

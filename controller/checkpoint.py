@@ -1,4 +1,4 @@
-"""Checkpoint and restart (seed 003 §3.1: "writes a checkpoint file, and exits.
+"""Checkpoint and restart (Gorda & Brooks 1991 §3.1: "writes a checkpoint file, and exits.
 A new version can then be started using the checkpoint file").
 
 File format: one JSON object ``{"format": "cosched-controller-checkpoint",

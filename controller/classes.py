@@ -1,6 +1,6 @@
-"""Job classes (seed 003 §3.1, the gang scheduler's service classes).
+"""Job classes (Gorda & Brooks 1991 §3.1, the gang scheduler's service classes).
 
-Seed 003 distinguishes:
+Gorda & Brooks 1991 distinguishes:
 
 * **interactive** -- served first, on the assumption that it runs briefly;
   after ``interactive_limit`` seconds of run time it is demoted to production
@@ -24,7 +24,7 @@ are applied around them (none of them needs a policy change):
    none of its nodes holds a non-standby job anywhere in the matrix (then
    the cycles are really idle), otherwise it stays frozen on all its nodes
    (gang semantics: all ranks or none).
-3. *Benchmark jobs are submitted as exclusive* (seed 000 §2.4) so paired
+3. *Benchmark jobs are submitted as exclusive* (Wiseman & Feitelson 2003 §2.4) so paired
    gang never pairs their row.
 
 Pure functions; the controller feeds them its job table.

@@ -4,7 +4,7 @@
     c = ControllerClient(tcp=("10.0.0.254", 7000), key=key, user="alice")
     job_id = c.request("submit", spec={"size": 2, "argv": ["./prog"]})["job_id"]
 
-Seed 003 §3.1: "If that socket is busy or unattached, the application
+Gorda & Brooks 1991 §3.1: "If that socket is busy or unattached, the application
 retries." Connection refused/reset/missing socket and ``busy:`` errors are
 retried for ``retry`` seconds, so a controller restarting from its
 checkpoint loses no request. Any other error reply raises ControllerError.

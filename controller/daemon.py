@@ -1,6 +1,6 @@
 """The controller daemon: one selector-driven loop, one quantum at a time.
 
-Seed 000 §3.1: the master "decides for the slaves when they should do a
+Wiseman & Feitelson 2003 §3.1: the master "decides for the slaves when they should do a
 context switch" and keeps the matrix. One thread does the quantum round and
 answers requests between rounds, so no request is ever served in the middle
 of a context switch and nothing needs a lock; it runs at SCHED_FIFO where
@@ -17,7 +17,7 @@ The lead is at most half the quantum (an operator may shorten the quantum
 while running); 0 is the old immediate mode, where each agent switches when
 the command arrives.
 
-Seed 003 §3.1, upgrade while running: ``shutdown`` answers, writes the
+Gorda & Brooks 1991 §3.1, upgrade while running: ``shutdown`` answers, writes the
 checkpoint (the current quantum is complete: requests are only served
 between quanta) and exits; a new process started with ``--restore`` reads
 it, reconnects to the agents, reconciles with their ``status`` and resumes.

@@ -107,7 +107,7 @@ def _flags() -> tuple[Flag, ...]:
             "--param",
             {"action": "append", "default": [], "metavar": "K=V", "help": "policy parameter"},
         ),
-        # Scheme options (seed 002; docs/cdc.md). Plain strings: the policy's
+        # Scheme options (Yu & Byun 2011; docs/cdc.md). Plain strings: the policy's
         # parameter parsing checks them, so a bad value is one line.
         Flag(
             "--mpl",
@@ -130,7 +130,7 @@ def _flags() -> tuple[Flag, ...]:
             {
                 "default": None,
                 "metavar": "US",
-                "help": "spin time before blocking under sb, us (default 150, seed 002 §5.1)",
+                "help": "spin time before blocking under sb, us (default 150, Yu & Byun 2011 §5.1)",
             },
         ),
         Flag(

@@ -5,7 +5,7 @@ mistake), waits (``queued``), runs time-shared (``running`` in a quantum where
 it is runnable, ``frozen`` otherwise) and ends ``done`` (every rank exited 0),
 ``failed`` (a rank exited non-zero or could not start) or ``killed``.
 
-Slowdown in seed 000 §4.2 is response time over execution time, so every job
+Slowdown in Wiseman & Feitelson 2003 §4.2 is response time over execution time, so every job
 keeps both its wall times (submit/start/end) and the CPU time its ranks used
 (summed over ranks from the agents' quantum acks). Pure: no I/O, no clock.
 """
@@ -222,7 +222,7 @@ class Job:
     exit_code: int | None = None
     reason: str = ""
     # Seconds of run time (wall clock while placed) as interactive; demotion
-    # after operator interactive_limit (seed 003, "promoted into the p class").
+    # after operator interactive_limit (Gorda & Brooks 1991, "promoted into the p class").
     interactive_run_s: float = 0.0
     promotions: int = 0
 
@@ -264,13 +264,14 @@ class Job:
         return self.spec.run_as or self.user
 
     def wall_s(self, now: float) -> float:
-        """Response time so far (submit to end, or to now): seed 000 §4.2."""
+        """Response time so far (submit to end, or to now): Wiseman & Feitelson 2003 §4.2."""
         end = self.end_time if self.end_time is not None else now
         return max(0.0, end - self.submit_time)
 
     @property
     def cpu_s(self) -> float:
-        """Execution time: CPU seconds summed over ranks (seed 000 §4.2 slowdown)."""
+        """Execution time: CPU seconds summed over ranks (Wiseman & Feitelson 2003 §4.2
+        slowdown)."""
         return self.cpu_ns / 1e9
 
     def record(self, now: float, *, with_ranks: bool = False) -> dict[str, Any]:

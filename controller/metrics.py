@@ -5,7 +5,7 @@ several controllers in one interpreter). Gauges are refreshed from the
 scheduler by the daemon thread between quanta (:meth:`ControllerMetrics.update`),
 never read from the HTTP thread, so the scrape needs no lock on the job table.
 
-Matching success ratio and per-slot ratios follow seed 000 §4.1.2 (Fig. 7):
+Matching success ratio and per-slot ratios follow Wiseman & Feitelson 2003 §4.1.2 (Fig. 7):
 paired quanta / quanta, and the fraction of quanta each matrix row ran in.
 """
 
@@ -48,12 +48,13 @@ class ControllerMetrics:
         )
         self.matching = Gauge(
             "cosched_controller_matching_success_ratio",
-            "Quanta run with a partner row / quanta (paired gang, seed 000 §4.1.2)",
+            "Quanta run with a partner row / quanta (paired gang, Wiseman & Feitelson 2003 §4.1.2)",
             registry=r,
         )
         self.slot_matched = Gauge(
             "cosched_controller_slot_matched_ratio",
-            "Fraction of quanta in which the matrix row was the matched partner (seed 000 Fig. 7)",
+            "Fraction of quanta in which the matrix row was the matched partner (Wiseman & "
+            "Feitelson 2003 Fig. 7)",
             ["slot"],
             registry=r,
         )

@@ -1,6 +1,6 @@
 """The controller's side of the agent channel: one AgentClient per node.
 
-Seed 000 §3.1 (Fig. 5): at every context switch the master tells every slave
+Wiseman & Feitelson 2003 §3.1 (Fig. 5): at every context switch the master tells every slave
 what to run and the slaves answer with the CPU time their processes used. The
 pool does exactly that round: :meth:`AgentPool.quantum` *sends* the command to
 every agent first and only then collects the acks, so the agents apply it at
@@ -338,7 +338,7 @@ class AgentPool:
         at: float | None = None,
         start: float | None = None,
     ) -> dict[str, QuantumResult]:
-        """Send every node its command, then collect every ack (seed 000 Fig. 5).
+        """Send every node its command, then collect every ack (Wiseman & Feitelson 2003 Fig. 5).
 
         With ``at`` (CLOCK_REALTIME seconds) the command is a time-triggered
         plan: every agent applies it at that instant and acks afterwards, so

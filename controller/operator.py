@@ -1,6 +1,6 @@
-"""Run-time operator controls (seed 003, "operator control interface").
+"""Run-time operator controls (Gorda & Brooks 1991, "operator control interface").
 
-Seed 003 lets the operator change the daemon's parameters while it runs: how
+Gorda & Brooks 1991 lets the operator change the daemon's parameters while it runs: how
 long a job may stay interactive before it is demoted, how many jobs one user
 may have, the time-slice length. Here: ``quantum`` (s, >= 10 ms), ``max_slots``
 (rows of the matrix, None = unlimited), ``interactive_limit`` (s of run time)

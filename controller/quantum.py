@@ -1,15 +1,15 @@
 """The scheduler core: job table, policy, and one quantum at a time.
 
-Gang modes (strict gang, gang-greedy, gang-backfill, paired gang; seed 000 §2,
-seed 001 §3.2): every quantum the policy's :class:`QuantumPlan` becomes one
+Gang modes (strict gang, gang-greedy, gang-backfill, paired gang; Wiseman & Feitelson 2003 §2,
+Rajaei et al. 2008 §3.2): every quantum the policy's :class:`QuantumPlan` becomes one
 ``{job_id: weight}`` command per node, sent to all agents before any ack is
-awaited (seed 000 §3.1, Fig. 5). The acks carry each job's CPU time since the
+awaited (Wiseman & Feitelson 2003 §3.1, Fig. 5). The acks carry each job's CPU time since the
 previous ack, from which the utilization of the jobs that ran in the previous
-quantum is fed back with ``policy.observe`` (seed 000 §3.2, "the master daemon
+quantum is fed back with ``policy.observe`` (Wiseman & Feitelson 2003 §3.2, "the master daemon
 collects the data from all the nodes and calculates the average CPU
 utilization for the job").
 
-Batch modes (fcfs, easy, conservative, lookahead; seed 001 §3.1): the policy
+Batch modes (fcfs, easy, conservative, lookahead; Rajaei et al. 2008 §3.1): the policy
 says which jobs start; they are launched thawed and run to completion. A
 quantum command listing every running job is still sent each period: it is
 the heartbeat and it brings back CPU time, so accounting is the same.
@@ -24,7 +24,7 @@ Utilization normalisation: the utilization of job *j* in a quantum is
 where elapsed is the time between the node's two consecutive applies and
 capacity the node's CPU allowance (1 for a dedicated core, 0.5 for a node
 capped at half a CPU). A compute-bound job thus reads ~1.0 however the node is
-capped, as eq. (1) of seed 000 expects.
+capped, as eq. (1) of Wiseman & Feitelson 2003 expects.
 
 Skew: agents on one host share CLOCK_MONOTONIC, so the spread of the acks'
 ``applied_monotonic_ns`` (each node's switch complete: freezes and thaws
@@ -41,7 +41,7 @@ against ``at``, whether the plan arrived after its instant (late), and the
 freeze confirmation time. CPU accounting is unchanged: each ack still carries
 the CPU time since the node's previous apply.
 
-CDC modes (batch, local, dcs, pb, ib, sb, hybrid, cc-s, cc-b; seed 002):
+CDC modes (batch, local, dcs, pb, ib, sb, hybrid, cc-s, cc-b; Yu & Byun 2011):
 space sharing up to an MPL; the agents are told the scheme with the
 ``local_policy`` request (at start and on every reconnect) and own the job
 weights; the quantum command is the heartbeat and the CPU-time collector.
@@ -418,7 +418,7 @@ class Scheduler:
             raise RequestError(f"job {job.job_id} has ended ({job.state})")
         if new_class == INTERACTIVE and job.job_class != INTERACTIVE:
             job.promotions += 1
-            job.interactive_run_s = 0.0  # a fresh allowance (seed 003, gangster)
+            job.interactive_run_s = 0.0  # a fresh allowance (Gorda & Brooks 1991, gangster)
         job.job_class = new_class
         log.info("job %d class -> %s (by %s)", job.job_id, new_class, user)
         self._hand_over()
@@ -724,7 +724,8 @@ class Scheduler:
         return c.paired_quanta / c.planned_quanta if c.planned_quanta else 0.0
 
     def slot_matched_ratio(self) -> dict[int, float]:
-        """Fraction of quanta in which each row was used as the partner (seed 000 Fig. 7
+        """Fraction of quanta in which each row was used as the partner (Wiseman & Feitelson 2003
+        Fig. 7
         bottom: "fraction of quanta in which jobs occupying different slots in the matrix
         were used for matching")."""
         total = self.counters.planned_quanta
@@ -882,7 +883,7 @@ class Scheduler:
     def reconcile(self) -> dict[str, Any]:
         """After a restore: ask every agent what happened to our jobs meanwhile.
 
-        Seed 003 §3.1: "internal consistency-checking corrects any inconsistent
+        Gorda & Brooks 1991 §3.1: "internal consistency-checking corrects any inconsistent
         data (such as a job which has exited in the interim)". Ended ranks are
         recorded with the agents' exit codes; live ones are re-adopted (the next
         quantum freezes them per the matrix again); jobs an agent no longer

@@ -1,6 +1,6 @@
 """A relay: one sub-controller between the controller and a group of agents (issue 15).
 
-Seed 004 §1–3: one central controller that talks to every node cannot keep up
+Feitelson & Rudolph 1996 §1–3: one central controller that talks to every node cannot keep up
 as the machine grows, so control is split into a tree. Here the tree has one
 level: the controller sends each relay *one* frame per quantum carrying the
 commands of all its nodes (``quantum_batch``), the relay fans them out to its

@@ -4,7 +4,7 @@
 quantum round over every node, launch, kill, status, local policy, job events,
 heartbeats -- but talks to a few relays (controller/relay.py) instead of every
 agent. A quantum is one ``quantum_batch`` frame per relay carrying its nodes'
-commands, sent to every relay before any ack is read (seed 000 Fig. 5's
+commands, sent to every relay before any ack is read (Wiseman & Feitelson 2003 Fig. 5's
 send-all-then-collect, one level up); each relay answers with its nodes' acks in
 one frame. The connection to each relay is an ordinary :class:`AgentPool`
 client (HMAC session, reconnect, heartbeats).

@@ -7,7 +7,7 @@
   answer ``reply``. A frame that fails authentication or replays gets an
   ``error`` frame and the connection is closed; the daemon keeps serving.
 
-Seed 003 §3.1: "Every transaction between the daemon and client applications
+Gorda & Brooks 1991 §3.1: "Every transaction between the daemon and client applications
 take place using well-known socket serviced by the GS daemon". Non-blocking
 sockets driven by the daemon's selector: requests are answered between quanta,
 so a request never delays a context switch.

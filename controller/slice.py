@@ -1,9 +1,10 @@
-"""The ``slice`` view of gangster (seed 003 §3, Figs. 8-9): where would a new job run at 100 %?
+"""The ``slice`` view of gangster (Gorda & Brooks 1991 §3, Figs. 8-9): where would a new job run
+at 100 %?
 
 "This command causes gangster to space-wise pack all the known jobs as best it
 can. The user can subsequently see any time-wise holes that may exist on the
 machine (viewed as vertical groups of dots), and thus cleverly place a job."
-(seed 003 §3)
+(Gorda & Brooks 1991 §3)
 
 Pure: no clock, no I/O; the controller calls :func:`slice_matrix` for the
 ``slice`` op (docs/controller-api.md) and ``cosched slice`` renders the result.
@@ -20,7 +21,7 @@ number of rows in practice (at most 11/9 of the optimum plus one row), which is 
 **Free runs (the definition).** Under time slicing, a node that holds a job in
 any row gives that job some of its time. A new job therefore gets 100 % of
 its nodes' time exactly when all its nodes are free in *every* packed row: it
-can then run in every slot (alternate scheduling, seed 000 §2.6) and never
+can then run in every slot (alternate scheduling, Wiseman & Feitelson 2003 §2.6) and never
 shares a node. Placing it in a row with room gives it only 1/rows of the
 time, and a new row of its own gives it 1/(rows+1). So ``free_runs`` are the
 maximal runs of consecutive nodes free in every row ("vertical groups of

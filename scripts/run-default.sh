@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The default experiment: seed 000 §4.1 on real processes. Brings up a 4-node local
+# The default experiment: Wiseman & Feitelson 2003 §4.1 on real processes. Brings up a 4-node local
 # cluster, runs the five job mixes under strict gang and paired gang (Fig. 4 to the
 # letter, as its prose reads, best fit), prints the Fig. 7 comparison, writes results/paired-vs-gang/
 # (Markdown report + PNG plots) and tears the cluster down.

@@ -53,7 +53,7 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
                                             start the controller on that cluster
   cosched submit --size 4 -- python3 -m apps.synthetic --gio 20 --gcomp 0
   cosched jobs | matrix --watch | slice --size 2 | kill JOB | class JOB CLASS
-                                            gangster-like views and controls (seed 003)
+                                            gangster-like views and controls (Gorda & Brooks 1991)
   cosched experiment run experiments/paired-vs-gang.toml
                                             a live experiment and its report (root)
   cosched calibrate                         measure the simulator's interference and

@@ -384,7 +384,7 @@ def gang() -> db.Dashboard:
             ids,
             "Pairing success",
             "Quanta run with a partner row / quanta, since the controller started "
-            "(paired gang, seed 000 §4.1.2).",
+            "(paired gang, Wiseman & Feitelson 2003 §4.1.2).",
             [Q("cosched_controller_matching_success_ratio", "ratio")],
             unit="percentunit",
         )
@@ -411,7 +411,8 @@ def gang() -> db.Dashboard:
         bars(
             ids,
             "Matched fraction per slot",
-            "Fraction of quanta in which the slot was the matched partner (seed 000 Fig. 7).",
+            "Fraction of quanta in which the slot was the matched partner (Wiseman & Feitelson "
+            "2003 Fig. 7).",
             [Q("cosched_controller_slot_matched_ratio", "slot {{slot}}")],
             unit="percentunit",
             max_val=1,
@@ -508,7 +509,7 @@ def coscheduling() -> db.Dashboard:
         _dashboard(
             "cosched-cdc",
             "cosched: coscheduling (CDC)",
-            "Communication-driven coscheduling (seed 002): boost conflict ratio (BCR) and "
+            "Communication-driven coscheduling (Yu & Byun 2011): boost conflict ratio (BCR) and "
             "message delay (MD) per policy and node, boosts, ERL. Data only while a "
             "communication-driven scheme runs.",
         )
@@ -627,7 +628,7 @@ def coscheduling() -> db.Dashboard:
         series(
             ids,
             "Expected rescheduling latency",
-            "Each node's ERL (seed 002 eq. 1) and its measured Cost_switch.",
+            "Each node's ERL (Yu & Byun 2011 eq. 1) and its measured Cost_switch.",
             [
                 Q(f"cosched_cdc_erl_seconds{{{CDC}}}", "ERL {{node}}"),
                 Q(f"cosched_cdc_cost_switch_seconds{{{CDC}}}", "Cost_switch {{node}}"),

@@ -1,4 +1,5 @@
-"""Text views of the controller's answers, in the spirit of gangster (seed 003 §3, Figs. 6-9).
+"""Text views of the controller's answers, in the spirit of gangster (Gorda & Brooks 1991 §3,
+Figs. 6-9).
 
 Pure rendering: each function takes the JSON-shaped result of one controller op
 (docs/controller-api.md) and returns the text ``cosched`` prints; no I/O, so
@@ -10,8 +11,8 @@ the tests compare exact strings.
   hundreds of processors on one line) get one character per node, headed by
   the node index written vertically (tens over units), and jobs get letters
   like gangster's, explained in the legend. Row marks: ``>`` the slot running
-  now, ``+`` its partner slot (paired gang, seed 000 §2), ``*`` a row holding
-  a job that runs as an alternate on idle nodes (seed 000 §2.6). ``.`` is a
+  now, ``+`` its partner slot (paired gang, Wiseman & Feitelson 2003 §2), ``*`` a row holding
+  a job that runs as an alternate on idle nodes (Wiseman & Feitelson 2003 §2.6). ``.`` is a
   free node.
 * :func:`render_jobs` -- the job table (op ``jobs``).
 * :func:`render_slice` -- gangster's ``slice`` (op ``slice``): the packed rows
@@ -178,7 +179,9 @@ def render_matrix(result: Mapping[str, Any]) -> str:
     for j in alternates:
         where.setdefault(j, "alternate")
     tree = result.get("tree")
-    if isinstance(tree, Mapping):  # DHC (seed 004): the controllers and the active front
+    if isinstance(
+        tree, Mapping
+    ):  # DHC (Feitelson & Rudolph 1996): the controllers and the active front
         lines += _render_tree(tree, names)
         for j in tree.get("running") or []:
             where.setdefault(int(j), "front")
@@ -258,7 +261,7 @@ def render_jobs(records: Sequence[Mapping[str, Any]]) -> str:
 
     ``UTIL`` is ``cpu_s / (wall_s * size)``: the share of its nodes' time the
     job actually used -- low for an I/O-bound job, near 1 for a compute-bound
-    one running alone, the figure paired gang matches on (seed 000 §2.3).
+    one running alone, the figure paired gang matches on (Wiseman & Feitelson 2003 §2.3).
     """
     if not records:
         return "no jobs\n"

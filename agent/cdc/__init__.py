@@ -1,1 +1,2 @@
-"""Communication-driven coscheduling in the agent: pure schemes (seed 002 Table 1) and weights."""
+"""Communication-driven coscheduling in the agent: pure schemes (Yu & Byun 2011 Table 1) and
+weights."""

@@ -1,4 +1,4 @@
-"""Expected rescheduling latency and the CC weights (seed 002 §4.2, eqs. 1-4).
+"""Expected rescheduling latency and the CC weights (Yu & Byun 2011 §4.2, eqs. 1-4).
 
 Pure arithmetic; times are in microseconds except where a name says ``_s``.
 """
@@ -18,7 +18,7 @@ W_R_MAX = 100.0
 
 @dataclass(frozen=True, slots=True)
 class PendingMsg:
-    """What the NIC queue holds for one unconsumed message (seed 002 Fig. 5).
+    """What the NIC queue holds for one unconsumed message (Yu & Byun 2011 Fig. 5).
 
     ``erl_us`` is the sender node's ERL as the agent knew it when it first
     saw the message, ``seen_s`` that moment (monotonic seconds): the pair

@@ -1,4 +1,4 @@
-"""The local coscheduling schemes of seed 002 Table 1, as pure decision logic.
+"""The local coscheduling schemes of Yu & Byun 2011 Table 1, as pure decision logic.
 
 At each decision point the agent (agent/local.py) hands a scheme what the NIC
 emulation knows of every registered process and asks which process should

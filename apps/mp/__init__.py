@@ -1,4 +1,4 @@
-"""cosched's message-passing library (docs/cdc.md "Message library"; seed 002 §4).
+"""cosched's message-passing library (docs/cdc.md "Message library"; Yu & Byun 2011 §4).
 
     from apps.mp import Comm, ANY_SOURCE
     with Comm.from_env() as comm:          # COSCHED_* from the launcher

@@ -1,10 +1,10 @@
 """Collective operations over point-to-point messages (MPI semantics, bytes payloads).
 
-Seed 002 Table 2 characterises its workloads by their dominant pattern:
+Yu & Byun 2011 Table 2 characterises its workloads by their dominant pattern:
 nearest neighbour (BT, SP, CG: point to point) and all-to-all (FT, IS:
 collectives). Every collective here runs inside ``comm.collective(name)``,
 which flags the collective phase in the state page and tells the agent
-(HYBRID boosts a process for the length of a collective, seed 002 §2.3.2),
+(HYBRID boosts a process for the length of a collective, Yu & Byun 2011 §2.3.2),
 and names the collective in any error. Each collective has its own negative
 tag, which user receives (even ``ANY_TAG``) never match; messages from one
 sender with one tag are received in order, so consecutive collectives never
@@ -12,7 +12,7 @@ mix.
 
 Algorithms (all ranks must call the same collectives in the same order):
 
-* ``barrier(stop)``: linear through rank 0, as seed 000 §4.1.1's test
+* ``barrier(stop)``: linear through rank 0, as Wiseman & Feitelson 2003 §4.1.1's test
   program: every rank sends to rank 0, which answers everyone once all have
   arrived. The answer carries rank 0's ``stop`` flag, so all ranks agree on
   stopping after the same barrier. 2(n-1) messages, 2 hops.

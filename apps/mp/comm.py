@@ -1,6 +1,6 @@
 """One rank's communicator: full-mesh TCP over the data network, point to point.
 
-Seed 002 §4.1 puts a user-level message layer (GM) between the program and
+Yu & Byun 2011 §4.1 puts a user-level message layer (GM) between the program and
 the NIC; this is ours. Ranks learn everything from the launcher's environment
 (docs/cdc.md: COSCHED_RANK, _SIZE, _PEERS, _PORT, COSCHED_JOB) and open one
 connection to every other rank at start (apps/mp/mesh.py).
@@ -12,7 +12,7 @@ receives by (source, tag) in arrival order -- so messages from one sender
 with one tag are received in the order they were sent -- and keeps the rest
 in an unexpected queue; it writes what sends could not finish. How a caller
 waits for an incomplete request is the waiting action (apps/mp/wait.py,
-seed 002 Table 1); what it waited is the message delay (apps/mp/stats.py).
+Yu & Byun 2011 Table 1); what it waited is the message delay (apps/mp/stats.py).
 
 Tags: user tags are 0 .. 2**31 - 1; ``ANY_TAG`` matches any of them but
 never a collective's (negative) tag, so a wildcard receive cannot steal a
@@ -388,7 +388,7 @@ class Comm:
     # ---- collectives (apps/mp/collectives.py) -------------------------------------------
     @contextlib.contextmanager
     def collective(self, name: str = "collective") -> Iterator[None]:
-        """Mark a collective phase for the agent (HYBRID boosts during it, seed 002 §2.3.2).
+        """Mark a collective phase for the agent (HYBRID boosts during it, Yu & Byun 2011 §2.3.2).
 
         Nested collectives (allreduce = reduce + bcast) count as the outermost
         one; errors inside say which, e.g. "rank 0: barrier 12: lost rank 1: ...".

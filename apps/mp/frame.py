@@ -1,7 +1,7 @@
 """Frames on a data connection (docs/cdc.md "Frames").
 
 Every message is a 40-byte header and ``size`` payload bytes. The header
-carries what seed 002 §4.2 has the NIC see: sender, tag, size, the send time
+carries what Yu & Byun 2011 §4.2 has the NIC see: sender, tag, size, the send time
 and the sender node's current expected rescheduling latency (ERL).
 """
 

@@ -7,7 +7,7 @@ ranks start in any order -- and accepts every higher one. The first frame on
 each connection is a HELLO from both sides (rank, job size, job id); a size
 or job mismatch fails both ranks with the reason, a stray connection is
 dropped and the wait goes on. The highest rank accepts nobody and does not
-listen. Seed 002's cluster had GM ports opened at start the same way (§4.1).
+listen. Yu & Byun's cluster had GM ports opened at start the same way (§4.1).
 """
 
 from __future__ import annotations

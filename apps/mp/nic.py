@@ -2,7 +2,7 @@
 
 At start the rank registers with its node's agent: one SEQPACKET datagram
 with the duplicated data sockets and a memfd state page (SCM_RIGHTS), as
-seed 002's ``register_to_CSM()`` maps a process's receive completion queue
+Yu & Byun's ``register_to_CSM()`` maps a process's receive completion queue
 into the kernel (§4.2, Fig. 4). The agent answers with its ERL page, which
 the library copies into every header it sends. The state page is where the
 library tells the agent, without a system call, whether it is computing,

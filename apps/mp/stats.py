@@ -1,6 +1,6 @@
 """Message counts and message delay (MD) for one rank (docs/cdc.md "Decision points, BCR and MD").
 
-Seed 002 §5.3 evaluates the schemes by *message delay*: how long a process
+Yu & Byun 2011 §5.3 evaluates the schemes by *message delay*: how long a process
 waits for the messages it needs. The library measures it for every receive:
 
     MD = completion of the receive - start of the wait that needed it

@@ -1,10 +1,10 @@
-"""Message-waiting actions (seed 002 Table 1, §2.3).
+"""Message-waiting actions (Yu & Byun 2011 Table 1, §2.3).
 
 * ``spin``: poll the sockets without sleeping until the message is there;
 * ``block``: sleep in poll() until the kernel says a socket is ready
   (immediate blocking);
 * ``spinblock``: spin for ``spin_us``, then block (Dusseau et al.'s spin-block;
-  seed 002 set 150 µs after trying 100-300 µs on its hardware).
+  Yu & Byun 2011 set 150 µs after trying 100-300 µs on its hardware).
 
 The sender side has ``spin`` or ``block`` for a send that does not fit in the
 socket buffer. The agent chooses them per scheme through COSCHED_WAIT,

@@ -1,4 +1,4 @@
-"""NPB-like kernels: BT, SP, FT, IS and CG (seed 002 §5.2, Tables 2–3; docs/apps.md).
+"""NPB-like kernels: BT, SP, FT, IS and CG (Yu & Byun 2011 §5.2, Tables 2–3; docs/apps.md).
 
 One module per kernel, each computing the real thing over a thin transport
 interface (``apps.npb.transport``) that runs over our message library
@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import dataclass
 
-# One rank is one thread, as one MPI process of seed 002 was one CPU: numpy's BLAS
+# One rank is one thread, as one MPI process of Yu & Byun 2011 was one CPU: numpy's BLAS
 # must not start a thread pool in every rank (set before numpy is first imported).
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -29,7 +29,7 @@ from common.errors import CoschedError  # noqa: E402 - after the thread settings
 
 @dataclass(frozen=True)
 class Table2Entry:
-    """One message-size group of seed 002 Table 2 (16 processes, class A).
+    """One message-size group of Yu & Byun 2011 Table 2 (16 processes, class A).
 
     ``kinds``: the kernel's send categories that make up this group (each
     send a kernel makes is labelled with one; see docs/apps.md for why the

@@ -1,6 +1,6 @@
 """The ADI machinery BT and SP share: multipartition, face exchange, explicit right-hand side.
 
-Seed 002 §5.2: BT and SP "solve multiple independent systems of block
+Yu & Byun 2011 §5.2: BT and SP "solve multiple independent systems of block
 tridiagonal and scalar pentadiagonal equations" -- NPB's approximate
 factorisation: each time step computes an explicit right-hand side from the
 current field and its neighbours' faces, then solves (I - dt A_x)(I - dt A_y)
@@ -31,7 +31,7 @@ each sweep stage s all ranks work (on their slab-s cell) and pass the
 elimination carry to a single successor rank. Per time step a rank sends 6
 face messages (copy_faces: the two boundary layers of its q-1 cells that
 have a neighbour, one message per direction and side), q-1 forward and q-1
-backward carries per direction: at 16 ranks 6 : 9 : 9, seed 002 Table 2's
+backward carries per direction: at 16 ranks 6 : 9 : 9, Yu & Byun 2011 Table 2's
 26 % / 37 % / 37 % for both BT and SP. Isend, Irecv, Wait throughout.
 """
 

@@ -19,7 +19,7 @@ exchange with the transpose partner delivers each rank its column segment
 to itself, so do we).
 A dot product is a local sum and log2(npcols) exchanges of 8 bytes; the two
 norms of an outer iteration travel together (16 bytes). Sends are blocking
-(MPI_Send), receives posted first (MPI_Irecv, MPI_Wait): seed 002 Table 2's
+(MPI_Send), receives posted first (MPI_Irecv, MPI_Wait): Yu & Byun 2011 Table 2's
 CG routines. The pairwise sums are commutative on every rank, so the
 replicated segments stay bit-for-bit equal.
 """

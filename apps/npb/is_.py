@@ -14,7 +14,7 @@ of a key), Allreduce the bucket sizes (with the five test keys' values
 hidden behind them, as NPB does), give each rank a contiguous run of
 buckets holding about TOTAL_KEYS / ranks keys, Alltoall how many keys go
 where, Alltoallv the keys, and count the received keys per value: the prefix
-sums are the ranks. Seed 002 Table 2: Allreduce, Alltoall and Alltoallv, a
+sums are the ranks. Yu & Byun 2011 Table 2: Allreduce, Alltoall and Alltoallv, a
 third of the messages each.
 """
 

@@ -96,7 +96,8 @@ def build_parser(k: Kernel) -> argparse.ArgumentParser:
         prog=f"python -m {info.module}",
         description=(
             f"NPB {info.name.upper()}: {info.description}.\n"
-            f"Seed 002 Table 2: {info.intensity} communication intensity, pattern {info.pattern}, "
+            f"Yu & Byun 2011 Table 2: {info.intensity} communication intensity, pattern "
+            f"{info.pattern}, "
             f"{', '.join(info.routines)};\nmessage sizes "
             + ", ".join(f"{e.label} ({e.share:g} %)" for e in info.table2)
             + f".\nVerification: {info.verification}.\n"
@@ -429,7 +430,7 @@ def render(k: Kernel, report: dict[str, Any], rep: Rep) -> str:
         f"({report['bandwidth_bps'] / 1e6:.1f} Mbit/s while communicating)",
         *k.text(rep),
         f" Verification    =  {word}",
-        " Messages (per call; seed 002 Table 2 at 16 ranks, class A, beside ours):",
+        " Messages (per call; Yu & Byun 2011 Table 2 at 16 ranks, class A, beside ours):",
     ]
     for row in report["table2"]:
         lines.append(

@@ -1,7 +1,7 @@
 """One kernel, two transports: our message library (``apps.mp``) or real MPI (mpi4py).
 
 The kernels call only this thin interface -- the point-to-point and
-collective calls of seed 002 Table 2's routine column (Isend, Irecv, Wait,
+collective calls of Yu & Byun 2011 Table 2's routine column (Isend, Irecv, Wait,
 Send, Alltoall, Alltoallv, Allreduce, Reduce) plus a group ``split`` (FT's
 pencil transposes run inside rows and columns of the process grid) -- on
 numpy arrays. :class:`OursTransport` maps them onto :class:`apps.mp.Comm`
@@ -13,7 +13,7 @@ Both record the same things, so the two can be compared:
 * the **message-size histogram**: one entry per send-side call the kernel
   makes -- a point-to-point send, or a collective counted once with the bytes
   it sends to each destination (an MPI call profiler's view, which is how
-  seed 002 Table 2 counts: FT's Reduce is a third of its messages although
+  Yu & Byun 2011 Table 2 counts: FT's Reduce is a third of its messages although
   its Alltoall sends to every rank). Each entry carries the routine, the
   kernel's category (``kind``: which Table 2 group it belongs to) and the
   byte count;

@@ -10,7 +10,7 @@ turns its policy's decisions into the runnable set of a quantum:
 * ``batch`` (controller/families/batch.py): FCFS, EASY, conservative,
   lookahead -- jobs start thawed on free nodes and run to completion;
 * ``cdc`` (controller/families/cdc.py): BATCH and the communication-driven
-  schemes of seed 002 -- space sharing up to an MPL, jobs start thawed where
+  schemes of Yu & Byun 2011 -- space sharing up to an MPL, jobs start thawed where
   the policy places them, the agents run the scheme and own the weights.
 
 A new family (hierarchical control, for one) is one more module here and one

@@ -1,4 +1,4 @@
-"""Batch family (seed 001 §3.1): jobs start thawed on free nodes and run to completion.
+"""Batch family (Rajaei et al. 2008 §3.1): jobs start thawed on free nodes and run to completion.
 
 A quantum command listing every running job is still sent each period: it is
 the heartbeat and it brings back CPU time, so accounting is the same as gang.

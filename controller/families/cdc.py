@@ -1,4 +1,4 @@
-"""CDC family (seed 002): space sharing up to an MPL, each node time-shared by its agent.
+"""CDC family (Yu & Byun 2011): space sharing up to an MPL, each node time-shared by its agent.
 
 The policy (controller/policies/spaceshare.py) says which queued job starts
 and on which nodes; the job is launched thawed there and runs to completion.

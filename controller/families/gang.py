@@ -1,4 +1,5 @@
-"""Gang family (seed 000 §2, seed 001 §3.2): a matrix row per quantum, jobs launched frozen."""
+"""Gang family (Wiseman & Feitelson 2003 §2, Rajaei et al. 2008 §3.2): a matrix row per quantum,
+jobs launched frozen."""
 
 from __future__ import annotations
 

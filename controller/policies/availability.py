@@ -1,6 +1,6 @@
 """Availability profile: free nodes over future time as a step function.
 
-Conservative backfilling (seed 001 §2 and §3.1 contrast it with the aggressive
+Conservative backfilling (Rajaei et al. 2008 §2 and §3.1 contrast it with the aggressive
 EASY variant) gives every waiting job a reservation; the profile is the book in
 which those reservations and the estimated ends of running jobs are written.
 

@@ -9,13 +9,13 @@ and every decision can be checked in a unit test.
 Two families, and a variant of the first:
 
 * :class:`BatchPolicy` -- space sharing, run to completion (FCFS, EASY,
-  conservative and lookahead backfilling; seed 001 §3.1).
+  conservative and lookahead backfilling; Rajaei et al. 2008 §3.1).
 * :class:`SpaceSharePolicy` -- a :class:`BatchPolicy` whose nodes hold up to
   ``mpl`` jobs at once and which chooses the nodes itself (BATCH and the
-  communication-driven schemes of seed 002; the agents time-share each node).
+  communication-driven schemes of Yu & Byun 2011; the agents time-share each node).
 * :class:`GangPolicy` -- time sharing through an Ousterhout matrix (strict gang,
-  paired gang, gang with greedy or backfilling admission; seed 000 §2,
-  seed 001 §3.2). The caller asks for one :class:`QuantumPlan` per quantum and
+  paired gang, gang with greedy or backfilling admission; Wiseman & Feitelson 2003 §2,
+  Rajaei et al. 2008 §3.2). The caller asks for one :class:`QuantumPlan` per quantum and
   reports the measured utilization of the jobs that ran.
 
 Time is a float in seconds, whatever clock the caller keeps (virtual in the
@@ -40,7 +40,7 @@ class JobRequest:
     ``size`` is the number of processes, one per node (a gang occupies
     ``size`` distinct nodes). ``estimate`` is the user's run-time estimate in
     seconds of dedicated execution; backfilling trusts it, gang policies use it
-    only for reservations. ``exclusive`` (seed 000 §2.4) forbids pairing.
+    only for reservations. ``exclusive`` (Wiseman & Feitelson 2003 §2.4) forbids pairing.
     """
 
     job_id: int
@@ -100,7 +100,7 @@ class BatchPolicy(ABC):
 class LocalScheme:
     """The local scheduling scheme the agents run under a space-sharing policy.
 
-    ``name`` is a row of seed 002 Table 1 (docs/cdc.md); ``tick_ms`` the
+    ``name`` is a row of Yu & Byun 2011 Table 1 (docs/cdc.md); ``tick_ms`` the
     agents' decision period, ``spin_us`` the spin time of spin-block,
     ``boost`` how a boost is enforced (``weight`` or ``freeze``). The policy
     only carries these to the agents (the ``local_policy`` request).
@@ -113,7 +113,7 @@ class LocalScheme:
 
 
 class SpaceSharePolicy(BatchPolicy):
-    """Space sharing with a multiprogramming level (seed 002 §2.1, §5.2).
+    """Space sharing with a multiprogramming level (Yu & Byun 2011 §2.1, §5.2).
 
     The :class:`BatchPolicy` calls (``submit``, ``finish``, ``schedule``;
     a started job runs to completion) with two differences: a node holds up
@@ -154,12 +154,12 @@ class QuantumPlan:
 
     ``node_jobs[n]`` is the tuple of job ids left runnable on node ``n``; every
     other job on that node is frozen. Strict gang leaves at most one job per
-    node, paired gang at most two (seed 000 §2.1).
+    node, paired gang at most two (Wiseman & Feitelson 2003 §2.1).
 
     ``slot`` is the matrix row whose turn it is (None when the matrix is
     empty); ``partner`` the row matched with it by paired gang (None when none
     matched or the policy does not pair). ``alternates`` are jobs from other
-    rows run by alternate scheduling (seed 000 §2.6). ``weights`` maps a job to
+    rows run by alternate scheduling (Wiseman & Feitelson 2003 §2.6). ``weights`` maps a job to
     a CPU weight on the cgroup v2 scale (1..10000, default 100); a job absent
     from it gets 100.
     """
@@ -235,7 +235,7 @@ class GangPolicy(ABC):
 
     def pin(self, job_id: int, nodes: tuple[int, ...]) -> None:
         """Place a submitted job exactly on ``nodes`` (a restart restores where
-        its processes already run; seed 003 §3.1). PolicyError if impossible."""
+        its processes already run; Gorda & Brooks 1991 §3.1). PolicyError if impossible."""
         raise PolicyError(f"{self.name} cannot place job {job_id} on given nodes")
 
     def snapshot(self) -> dict[int, tuple[float, ...]]:

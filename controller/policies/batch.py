@@ -1,13 +1,13 @@
 """Space-sharing batch policies: FCFS, EASY and conservative backfilling.
 
-Seed 001 §3.1 frames the family: jobs run to completion on dedicated nodes in
+Rajaei et al. 2008 §3.1 frames the family: jobs run to completion on dedicated nodes in
 arrival order, and backfilling lets later, smaller jobs jump ahead when that
 cannot hurt the job(s) holding reservations. The variants differ in who holds
 a reservation:
 
 * :class:`FCFS` -- nobody jumps the queue; the head blocks everyone.
 * :class:`EASY` -- aggressive backfilling: only the head of the queue holds a
-  reservation (the *shadow time*, seed 001 §3.1).
+  reservation (the *shadow time*, Rajaei et al. 2008 §3.1).
 * :class:`Conservative` -- every waiting job holds one, kept in an
   availability profile (:mod:`controller.policies.availability`).
 
@@ -105,7 +105,7 @@ class RunningSet:
     def shadow(self, need: int, now: float) -> tuple[float, int]:
         """Shadow time and extra nodes for a head job of ``need`` nodes.
 
-        The shadow time (seed 001 §3.1) is the earliest estimated time at
+        The shadow time (Rajaei et al. 2008 §3.1) is the earliest estimated time at
         which ``need`` nodes are free, taking ends in the past (overruns) as
         ``now``. The extra nodes are those free at the shadow time beyond what
         the head needs; a job that would still run at the shadow time may use
@@ -181,7 +181,7 @@ class _Queued(BatchPolicy):
 class FCFS(_Queued):
     """First come, first served: start jobs in arrival order while the head fits.
 
-    The head blocks everybody behind it (seed 001 §3.1, the waste that
+    The head blocks everybody behind it (Rajaei et al. 2008 §3.1, the waste that
     backfilling removes).
     """
 

@@ -1,5 +1,5 @@
 """Distributed Hierarchical Control: gang scheduling over a buddy tree of controllers
-(seed 004, Feitelson & Rudolph).
+(Feitelson & Rudolph 1996, Feitelson & Rudolph).
 
 P = 2**k PEs; the controller at level ``i``, index ``j`` spans the block of PEs
 ``[j * 2**i, (j + 1) * 2**i)`` and its two children are ``(i-1, 2j)`` and
@@ -422,12 +422,18 @@ class DhcPolicy(GangPolicy):
     PARAMS = (
         ParamSpec("balancing", str, "cube", "controllers that may take a new gang", BALANCING),
         ParamSpec("origin", str, "any", "where requests come from: any thread, or PE 0", ORIGINS),
-        ParamSpec("mapping", str, "fragmentation", "threads to PEs (seed 004 §3.2)", MAPPINGS),
+        ParamSpec(
+            "mapping",
+            str,
+            "fragmentation",
+            "threads to PEs (Feitelson & Rudolph 1996 §3.2)",
+            MAPPINGS,
+        ),
         ParamSpec(
             "algorithm",
             str,
             "weight/uniform",
-            "time division between / within controllers (seed 004 §3.3)",
+            "time division between / within controllers (Feitelson & Rudolph 1996 §3.3)",
             tuple(ALGORITHMS),
         ),
         ParamSpec("selective", bool, True, "selective disabling: leftover PEs run other gangs"),

@@ -1,9 +1,9 @@
 """Strict gang scheduling over an Ousterhout matrix, with FCFS, greedy or backfilling admission.
 
-* Time sharing (seed 000 §2.1): one matrix row runs per quantum, rows in
-  round-robin order; alternate scheduling (seed 000 §2.6) fills the selected
+* Time sharing (Wiseman & Feitelson 2003 §2.1): one matrix row runs per quantum, rows in
+  round-robin order; alternate scheduling (Wiseman & Feitelson 2003 §2.6) fills the selected
   row's idle nodes with jobs of other rows.
-* Admission (seed 001 §3.2): the number of rows may be bounded (the
+* Admission (Rajaei et al. 2008 §3.2): the number of rows may be bounded (the
   multiprogramming level ``max_slots``); a job that fits no row waits. The
   queue is served ``fcfs`` (the head blocks everyone behind it), ``greedy``
   (§3.2.1: every waiting job that fits some row is placed, whatever its
@@ -71,7 +71,10 @@ def _common_params(max_slots: int | None) -> tuple[ParamSpec, ...]:
 _Cells = tuple[tuple[tuple[int, ...], ...], frozenset[int], int]
 
 _ALTERNATE = ParamSpec(
-    "alternate", bool, True, "fill idle nodes with jobs of other rows (seed 000 §2.6)"
+    "alternate",
+    bool,
+    True,
+    "fill idle nodes with jobs of other rows (Wiseman & Feitelson 2003 §2.6)",
 )
 _ADMISSION = ParamSpec("admission", str, FCFS, "queue rule when no row fits", ADMISSIONS)
 
@@ -394,7 +397,8 @@ class MatrixGang(GangPolicy):
 class StrictGang(MatrixGang):
     """Strict gang scheduling: one row per quantum, round robin, plus alternates.
 
-    Seed 000 §2.1 and §2.6; admission as in seed 001 §3.2 (see module docstring).
+    Wiseman & Feitelson 2003 §2.1 and §2.6; admission as in Rajaei et al. 2008 §3.2 (see module
+    docstring).
     A node runs the job of the selected row, or else the alternate placed on
     it, or nothing.
     """
@@ -456,14 +460,14 @@ class _BoundedGang(StrictGang):
 
 
 class GangGreedy(_BoundedGang):
-    """Gang scheduling with greedy admission (seed 001 §3.2.1), 3 rows by default."""
+    """Gang scheduling with greedy admission (Rajaei et al. 2008 §3.2.1), 3 rows by default."""
 
     name = "gang-greedy"
     ADMISSION = GREEDY
 
 
 class GangBackfill(_BoundedGang):
-    """Gang scheduling with backfilling admission (seed 001 §3.2.2), 3 rows by default."""
+    """Gang scheduling with backfilling admission (Rajaei et al. 2008 §3.2.2), 3 rows by default."""
 
     name = "gang-backfill"
     ADMISSION = BACKFILL

@@ -1,6 +1,6 @@
-"""Backfilling with lookahead (Shmueli & Feitelson's "basic" algorithm, seed 001 §3.1).
+"""Backfilling with lookahead (Shmueli & Feitelson's "basic" algorithm, Rajaei et al. 2008 §3.1).
 
-Seed 001 §3.1: the head of the queue starts if it fits; otherwise it gets a
+Rajaei et al. 2008 §3.1: the head of the queue starts if it fits; otherwise it gets a
 reservation at the shadow time, and instead of considering the other waiting
 jobs one at a time (as EASY does) the scheduler picks, by dynamic programming,
 the set of waiting jobs that uses the most nodes now without violating that
@@ -127,7 +127,7 @@ class Lookahead(EASY):
     """Lookahead backfilling: EASY's reservation, DP choice of the backfill set.
 
     ``depth`` bounds how many waiting jobs behind the head are considered
-    (0, the default, means the whole queue; seed 001 §3.1 considers "the whole
+    (0, the default, means the whole queue; Rajaei et al. 2008 §3.1 considers "the whole
     contents of the queue").
     """
 

@@ -1,4 +1,4 @@
-"""Matching slots (or jobs) into complementary pairs (seed 000 §2.4-2.5, Fig. 4).
+"""Matching slots (or jobs) into complementary pairs (Wiseman & Feitelson 2003 §2.4-2.5, Fig. 4).
 
 Utilizations are fractions (1.0 = 100%). Two items x and y may be paired when
 ``u(x) + u(y) + margin < 1`` (§2.4, margin m = 1%); for slots, u is the
@@ -30,7 +30,8 @@ def fits(x: float, y: float, margin: float) -> bool:
 def fig4_match(
     utils: Mapping[K, float], margin: float = 0.01, *, meet: bool = False
 ) -> dict[K, K | None]:
-    """Seed 000 Fig. 4, step for step (``meet=False``), or as its prose reads (``meet=True``).
+    """Wiseman & Feitelson 2003 Fig. 4, step for step (``meet=False``), or as its prose reads
+    (``meet=True``).
 
     Sort ascending; ``pstart`` walks up from the low end and ``pend`` down
     from the high end. While the pair (pstart, pend) does not fit, pend is

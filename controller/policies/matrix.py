@@ -1,4 +1,4 @@
-"""The Ousterhout matrix: rows are time slots, columns are nodes (seed 000 §2.1).
+"""The Ousterhout matrix: rows are time slots, columns are nodes (Wiseman & Feitelson 2003 §2.1).
 
 A cell holds the id of the job whose process sits on that node in that slot,
 or ``None``. A gang of size ``k`` occupies ``k`` distinct nodes of one row.
@@ -18,7 +18,7 @@ Conventions chosen here where the papers say nothing precise:
   into some earlier row where those nodes are free; each job goes to the
   earliest such row. A row whose jobs cannot all move is left untouched, so
   jobs are only shuffled when doing so removes a row.
-* **Alternate scheduling** (seed 000 §2.6, after Feitelson's alternate
+* **Alternate scheduling** (Wiseman & Feitelson 2003 §2.6, after Feitelson's alternate
   scheduling). :meth:`OusterhoutMatrix.alternates` scans the other rows
   cyclically starting after the selected one (so the rows that wait longest
   for their turn are served first), jobs in a row in node order, and takes
@@ -78,7 +78,7 @@ class Compaction:
 
 
 class OusterhoutMatrix:
-    """Rows = time slots, columns = nodes; cells hold job ids (seed 000 §2.1)."""
+    """Rows = time slots, columns = nodes; cells hold job ids (Wiseman & Feitelson 2003 §2.1)."""
 
     def __init__(self, nodes: int, max_slots: int | None = None) -> None:
         if nodes < 1:
@@ -394,7 +394,8 @@ class OusterhoutMatrix:
         busy_nodes: Collection[int] = (),
         accept: Callable[[int], bool] | None = None,
     ) -> tuple[int, ...]:
-        """Jobs of other rows that can run on the idle nodes of ``slot`` (seed 000 §2.6).
+        """Jobs of other rows that can run on the idle nodes of ``slot`` (Wiseman & Feitelson 2003
+        §2.6).
 
         A job qualifies when all its nodes are free in ``slot``, none is in
         ``busy_nodes`` (e.g. nodes used by a paired row), its row is not in

@@ -1,4 +1,4 @@
-"""Paired gang scheduling (seed 000 §2.4-2.6).
+"""Paired gang scheduling (Wiseman & Feitelson 2003 §2.4-2.6).
 
 Each quantum the row whose turn it is runs together with a *partner* row of
 complementary CPU utilization, so every node may run two processes and the
@@ -112,7 +112,7 @@ class PairedStats:
 
 
 class PairedGang(MatrixGang):
-    """Paired gang scheduling (seed 000 §2.4-2.6); see the module docstring."""
+    """Paired gang scheduling (Wiseman & Feitelson 2003 §2.4-2.6); see the module docstring."""
 
     name = "paired-gang"
     PARAMS: tuple[ParamSpec, ...] = (
@@ -121,8 +121,13 @@ class PairedGang(MatrixGang):
         ),
         ParamSpec("placement", str, FIRST_FIT, "row choice for a new gang", PLACEMENTS),
         ParamSpec("admission", str, FCFS, "queue rule when no row fits", ADMISSIONS),
-        ParamSpec("margin", float, 0.01, "safety margin m in x + y + m < 100% (seed 000 §2.4)"),
-        ParamSpec("band", float, 0.20, "slot homogeneity range M (seed 000 §2.5)"),
+        ParamSpec(
+            "margin",
+            float,
+            0.01,
+            "safety margin m in x + y + m < 100% (Wiseman & Feitelson 2003 §2.4)",
+        ),
+        ParamSpec("band", float, 0.20, "slot homogeneity range M (Wiseman & Feitelson 2003 §2.5)"),
         ParamSpec(
             "band_rule",
             str,
@@ -144,7 +149,12 @@ class PairedGang(MatrixGang):
             "or best-fit every quantum",
             MATCHINGS,
         ),
-        ParamSpec("alternate", bool, True, "alternate scheduling within the band (seed 000 §2.6)"),
+        ParamSpec(
+            "alternate",
+            bool,
+            True,
+            "alternate scheduling within the band (Wiseman & Feitelson 2003 §2.6)",
+        ),
     )
 
     def __init__(
@@ -242,7 +252,7 @@ class PairedGang(MatrixGang):
         partner = self._choose_partner(slot)
         self.stats.quanta += 1
         matrix = self.matrix
-        # the selected row's cells, then the partner's (seed 000 §2.1: two per node)
+        # the selected row's cells, then the partner's (Wiseman & Feitelson 2003 §2.1: two per node)
         node_jobs, running, shared = self._pair_cells(slot, partner)
         if partner is not None and len(running) > len(self._snap.jobs[slot]):
             self.stats.paired_quanta += 1

@@ -1,4 +1,5 @@
-"""CPU-utilization prediction for paired gang scheduling (seed 000 §2.2-2.3, eq. (1)).
+"""CPU-utilization prediction for paired gang scheduling (Wiseman & Feitelson 2003 §2.2-2.3, eq.
+(1)).
 
 Eq. (1) predicts a job's utilization in its next quantum as a weighted sum of
 its utilization (averaged over its processes) in the four last quanta it ran,

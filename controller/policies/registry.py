@@ -36,11 +36,11 @@ def _entry(name: str, family: str, summary: str, cls: type[Policy]) -> PolicyEnt
 
 
 def _scheme(name: str, summary: str) -> PolicyEntry:
-    """Space sharing with an MPL cap, the agents running scheme ``name`` (seed 002)."""
+    """Space sharing with an MPL cap, the agents running scheme ``name`` (Yu & Byun 2011)."""
     params = SpaceShare.PARAMS
     if name == "batch":
         params = tuple(
-            ParamSpec(p.name, p.kind, 1, "always 1: one job per node (seed 002 §2.1)")
+            ParamSpec(p.name, p.kind, 1, "always 1: one job per node (Yu & Byun 2011 §2.1)")
             if p.name == "mpl"
             else p
             for p in params
@@ -63,43 +63,44 @@ _ENTRIES: tuple[PolicyEntry, ...] = (
     _entry(
         "lookahead",
         "batch",
-        "lookahead backfilling by dynamic programming (Shmueli & Feitelson; seed 001 §3.1)",
+        "lookahead backfilling by dynamic programming (Shmueli & Feitelson; Rajaei et al. 2008 "
+        "§3.1)",
         Lookahead,
     ),
     _entry("gang", "gang", "strict gang scheduling: one matrix row per quantum", StrictGang),
     _entry(
         "gang-greedy",
         "gang",
-        "gang with greedy admission over a bounded number of slots (seed 001 §3.2.1)",
+        "gang with greedy admission over a bounded number of slots (Rajaei et al. 2008 §3.2.1)",
         GangGreedy,
     ),
     _entry(
         "gang-backfill",
         "gang",
-        "gang with lookahead-backfilling admission (seed 001 §3.2.2)",
+        "gang with lookahead-backfilling admission (Rajaei et al. 2008 §3.2.2)",
         GangBackfill,
     ),
     _entry(
         "paired-gang",
         "gang",
-        "paired gang: two complementary rows per quantum (seed 000 §2)",
+        "paired gang: two complementary rows per quantum (Wiseman & Feitelson 2003 §2)",
         PairedGang,
     ),
     _entry(
         "dhc",
         "gang",
-        "distributed hierarchical control: a buddy tree of controllers (seed 004)",
+        "distributed hierarchical control: a buddy tree of controllers (Feitelson & Rudolph 1996)",
         DhcPolicy,
     ),
-    _scheme("batch", "BATCH: FIFO space sharing, one job per node (seed 002 §2.1)"),
+    _scheme("batch", "BATCH: FIFO space sharing, one job per node (Yu & Byun 2011 §2.1)"),
     _scheme("local", "space sharing up to the MPL; each node's own scheduler, no coscheduling"),
     _scheme("dcs", "dynamic coscheduling: boost on a message for a process not running"),
     _scheme("pb", "periodic boost: every tick, one process with pending messages, round robin"),
     _scheme("ib", "immediate block on receive; boost a blocked receiver on arrival"),
     _scheme("sb", "spin-block on receive (spin_us); boost a blocked receiver on arrival"),
     _scheme("hybrid", "immediate block; boost during collectives, restore after (HYBRID)"),
-    _scheme("cc-s", "contention-aware coscheduling, spinning (seed 002 §4, CC-S)"),
-    _scheme("cc-b", "contention-aware coscheduling, blocking (seed 002 §4, CC-B)"),
+    _scheme("cc-s", "contention-aware coscheduling, spinning (Yu & Byun 2011 §4, CC-S)"),
+    _scheme("cc-b", "contention-aware coscheduling, blocking (Yu & Byun 2011 §4, CC-B)"),
 )
 
 REGISTRY: Mapping[str, PolicyEntry] = {e.name: e for e in _ENTRIES}

@@ -1,6 +1,6 @@
-"""Space sharing with an MPL cap: BATCH and the communication-driven schemes (seed 002).
+"""Space sharing with an MPL cap: BATCH and the communication-driven schemes (Yu & Byun 2011).
 
-Seed 002 runs every scheme on the same allocation: a job of ``size``
+Yu & Byun 2011 runs every scheme on the same allocation: a job of ``size``
 processes gets ``size`` distinct nodes and keeps them until it ends; a node
 holds at most ``mpl`` jobs at once (the paper's maximum multiprogramming
 level, 5 in §5.3, 3 or 5 in §5.5); jobs wait in arrival order under "the
@@ -38,10 +38,10 @@ from controller.policies.params import ParamSpec
 
 __all__ = ["BOOSTS", "DEFAULT_MPL", "MAX_MPL", "SCHEMES", "SpaceShare"]
 
-#: Seed 002 Table 1 plus BATCH (§2.1); the agents' names (docs/cdc.md).
+#: Yu & Byun 2011 Table 1 plus BATCH (§2.1); the agents' names (docs/cdc.md).
 SCHEMES: tuple[str, ...] = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 BOOSTS: tuple[str, ...] = ("weight", "freeze")
-DEFAULT_MPL = 5  # seed 002 §5.3: "we limited the MPL to 5"
+DEFAULT_MPL = 5  # Yu & Byun 2011 §5.3: "we limited the MPL to 5"
 MAX_MPL = 64  # what the agents' local schedulers accept (agent/local.py)
 
 
@@ -72,7 +72,8 @@ class SpaceShare(SpaceSharePolicy):
             raise PolicyError(f"mpl must be at most {MAX_MPL} (the agents' limit), got {mpl}")
         if scheme == "batch" and mpl != 1:
             raise PolicyError(
-                f"policy 'batch' is space sharing only (seed 002 §2.1): its MPL is 1, got {mpl!r}"
+                f"policy 'batch' is space sharing only (Yu & Byun 2011 §2.1): its MPL is 1, got "
+                f"{mpl!r}"
             )
         if not 1.0 <= tick_ms <= 1000.0:  # what the agents accept (agent/local.py)
             raise PolicyError(f"tick_ms must be in 1..1000 ms, got {tick_ms!r}")

@@ -3,7 +3,7 @@
 On the local socket, a socket file that does not exist means no controller
 was ever started here, so the command says how to start one at once instead
 of retrying; a socket that exists but refuses is a controller restarting
-from its checkpoint (seed 003 §3.1), and the request is retried for
+from its checkpoint (Gorda & Brooks 1991 §3.1), and the request is retried for
 ``--retry`` seconds like any client.
 """
 

@@ -35,7 +35,8 @@ def add_commands(sub: Any) -> None:
         sub,
         "app",
         "list the apps; run one as local processes without a scheduler",
-        "The apps cosched ships: seed 000's synthetic program (presets compute, io, fine, "
+        "The apps cosched ships: Wiseman & Feitelson's synthetic program (presets compute, io, "
+        "fine, "
         "qcrd), the ping-pong, and the NPB-like kernels BT, SP, FT, IS and CG (docs/apps.md). "
         "`run` starts R ranks on this host, prints each rank's report and exits with the "
         "job's status; to run one under a scheduler, `cosched submit` the same command.",

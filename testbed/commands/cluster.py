@@ -128,7 +128,7 @@ def add_commands(subparsers: Any) -> None:
         default="freezer",
         choices=["freezer", "signals"],
         help="how the agents switch jobs: the cgroup freezer (default) or SIGSTOP/SIGCONT "
-        "to every process of a job's cgroup, as seed 001 does (docs/cluster.md, "
+        "to every process of a job's cgroup, as Rajaei et al. 2008 does (docs/cluster.md, "
         "'Switch mechanisms')",
     )
     up.add_argument(
@@ -166,7 +166,7 @@ def add_commands(subparsers: Any) -> None:
         "Show the recorded cluster as the kernel sees it now: qdiscs and classes "
         "read back, delay mechanism (netem or userspace), CPU mechanism, agent PIDs and "
         "whether their metrics endpoints answer (1 s timeout), and on a last line what the "
-        "local controller runs, if one answers (policy; MPL and scheme for the seed 002 "
+        "local controller runs, if one answers (policy; MPL and scheme for the Yu & Byun 2011 "
         "policies). Exit status 1 when no cluster is up.",
         "  cosched cluster status\n  cosched cluster status --json --no-probe",
     )

@@ -1,6 +1,6 @@
 """``cosched controller start|stop|status|checkpoint|set``: operating the controller daemon.
 
-Operators start, stop, checkpoint and tune the controller (seed 003 §3).
+Operators start, stop, checkpoint and tune the controller (Gorda & Brooks 1991 §3).
 ``start`` takes exactly the daemon's flags (declared once in
 controller/flags.py) and hands them on to ``python -m controller``; the rest
 go through the controller API (see ``_api``).
@@ -231,7 +231,7 @@ def add_commands(subparsers: Any) -> None:
         "stop",
         "checkpoint and shut the daemon down",
         "Ask the controller to finish outstanding requests, write its checkpoint and exit "
-        "(seed 003 §3.1); a new controller started with --restore picks up from there.",
+        "(Gorda & Brooks 1991 §3.1); a new controller started with --restore picks up from there.",
         "  cosched controller stop\n  cosched controller stop --no-checkpoint",
         common,
     )
@@ -269,7 +269,8 @@ def add_commands(subparsers: Any) -> None:
         sub,
         "set",
         "change operator settings (quantum, max_slots, ...)",
-        "Change operator settings while the controller runs (seed 003 §3): quantum (s, >= "
+        "Change operator settings while the controller runs (Gorda & Brooks 1991 §3): quantum (s, "
+        ">= "
         "0.01), max_slots (int or none), interactive_limit (s of run time before an "
         "interactive job is demoted), user_limit (jobs per user, int or none).",
         "  cosched controller set quantum=0.5\n"

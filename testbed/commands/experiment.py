@@ -1,8 +1,8 @@
 """``cosched experiment run SPEC.toml``: a live experiment and its report.
 
 Two kinds of spec (testbed/experiment/spec.py): the paired-vs-gang mixes of
-seed 000 §4.1 (with a ``[sweep]``: Figs. 8 and 9, the mixes once per cluster
-size or granularity) and the job streams of seed 002 §5.3/§5.5
+Wiseman & Feitelson 2003 §4.1 (with a ``[sweep]``: Figs. 8 and 9, the mixes once per cluster
+size or granularity) and the job streams of Yu & Byun 2011 §5.3/§5.5
 (cdc-policies). ``cosched experiment report RESULTS.json`` writes a report
 again from its data, whichever kind wrote it.
 """
@@ -23,17 +23,19 @@ DESCRIPTION = (
     "controller once per configuration (and job mix, or load and MPL), run the synthetic "
     "program, and write a report (Markdown + PNG) that sets the paper's figures beside ours. "
     "Needs root. The cluster is torn down afterwards, also on failure or Ctrl-C.\n\n"
-    "paired-vs-gang.toml (seed 000 §4.1, Fig. 7; the 2-node file is the configuration "
+    "paired-vs-gang.toml (Wiseman & Feitelson 2003 §4.1, Fig. 7; the 2-node file is the "
+    "configuration "
     "faithful to the paper's hardware) and the Fig. 8 / Fig. 9 sweeps take --duration, "
     "--mixes, --configs; "
-    "cdc-policies.toml (seed 002 §5.3, §5.5: every communication-driven scheme and BATCH "
+    "cdc-policies.toml (Yu & Byun 2011 §5.3, §5.5: every communication-driven scheme and BATCH "
     "on one seeded job stream) takes --quick, --schemes, --loads, --mpls, --jobs. "
-    "sim-vs-live.toml (seed 000 §4.2 scaled down: one Lublin stream live under strict and "
+    "sim-vs-live.toml (Wiseman & Feitelson 2003 §4.2 scaled down: one Lublin stream live under "
+    "strict and "
     "paired gang and through the simulator) takes --quick and --reuse-cluster. "
     "A [study] spec such as sim-paired-fig10-12.toml runs in the simulator only (no root; "
-    "seed 000 Figs. 10-12) and takes --quick; so does a [rajaei] spec "
-    "(rajaei-gang-vs-backfill.toml: seed 001 Figs. 5-9, gang vs lookahead backfilling), "
-    "and a [dhc] spec (dhc.toml: seed 004, DHC's design choices and waste)."
+    "Wiseman & Feitelson 2003 Figs. 10-12) and takes --quick; so does a [rajaei] spec "
+    "(rajaei-gang-vs-backfill.toml: Rajaei et al. 2008 Figs. 5-9, gang vs lookahead backfilling), "
+    "and a [dhc] spec (dhc.toml: Feitelson & Rudolph 1996, DHC's design choices and waste)."
 )
 EXAMPLES = (
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
@@ -60,7 +62,7 @@ def add_commands(sub: Any) -> None:
     p = command_parser(
         sub,
         "experiment",
-        "run a live experiment (seed 000 §4.1) and write its report",
+        "run a live experiment (Wiseman & Feitelson 2003 §4.1) and write its report",
         DESCRIPTION,
         EXAMPLES,
     )
@@ -115,7 +117,7 @@ def _csv(text: str) -> tuple[str, ...]:
 
 
 def _kind(path: Path) -> str | None:
-    """``"study"`` (simulated Figs. 10-12), ``"rajaei"`` (seed 001 in the simulator),
+    """``"study"`` (simulated Figs. 10-12), ``"rajaei"`` (Rajaei et al. 2008 in the simulator),
     ``"validate"`` (simulator vs live) or None."""
     import tomllib
 
@@ -280,7 +282,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         ) from None
     out = args.out or args.results.parent
     if isinstance(data, dict) and "waste" in (data.get("meta") or {}):
-        return _report_dhc(data, out)  # seed 004's study (testbed/experiment/dhcstudy.py)
+        return _report_dhc(
+            data, out
+        )  # Feitelson & Rudolph's study (testbed/experiment/dhcstudy.py)
     if isinstance(data, dict) and "points" in data:
         return _report_sweep(args.results, data, out)
     if isinstance(data, dict) and any("mix" in r for r in data.get("runs") or []):

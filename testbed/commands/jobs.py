@@ -1,6 +1,6 @@
 """``cosched submit|jobs|matrix|slice|kill|class``: the users' side of the controller.
 
-This is gangster's role in seed 003 §3: users submit jobs, watch the matrix
+This is gangster's role in Gorda & Brooks 1991 §3: users submit jobs, watch the matrix
 and their jobs, change a job's class and ask ``slice`` where a new job would
 get 100 % of its nodes. Everything goes through the controller API
 (docs/controller-api.md) with :class:`controller.client.ControllerClient`
@@ -259,7 +259,8 @@ def add_commands(subparsers: Any) -> None:
         "submit a parallel job (a gang of SIZE ranks)",
         "Submit a job to the controller. Rank i of the job runs CMD on the i-th node of its "
         "placement with COSCHED_JOB, COSCHED_RANK, COSCHED_SIZE, COSCHED_RANK0_ADDR, "
-        "COSCHED_PORT and COSCHED_NODE set. Classes (seed 003): interactive is served first "
+        "COSCHED_PORT and COSCHED_NODE set. Classes (Gorda & Brooks 1991): interactive is served "
+        "first "
         "and demoted to production after the operator's interactive_limit; standby runs only "
         "on idle cycles; benchmark gets its nodes to itself. Locally the job runs in the "
         "current directory unless --cwd says otherwise. Prints the job id.",
@@ -329,7 +330,7 @@ def add_commands(subparsers: Any) -> None:
         "list jobs: state, CPU against wall time",
         "List the jobs the controller knows (queued, running, frozen), or with --all also "
         "the ended ones, under a line naming the controller's policy (with the MPL and the "
-        "agents' scheme for the space-sharing policies of seed 002). UTIL is CPU seconds / "
+        "agents' scheme for the space-sharing policies of Yu & Byun 2011). UTIL is CPU seconds / "
         "(wall seconds x size): near 1 for a compute-bound job running alone, low for an "
         "I/O-bound one.",
         "  cosched jobs\n  cosched jobs --all\n  cosched jobs --watch 1      # Ctrl-C to stop",
@@ -344,7 +345,8 @@ def add_commands(subparsers: Any) -> None:
         subparsers,
         "matrix",
         "show the Ousterhout matrix (which job runs where, in which slot)",
-        "Show the scheduling matrix like gangster (seed 003): a column per node, a row per "
+        "Show the scheduling matrix like gangster (Gorda & Brooks 1991): a column per node, a row "
+        "per "
         "time slot. '>' marks the slot running now, '+' its paired-gang partner, '*' a row "
         "with a job running as an alternate on idle nodes; '.' is a free node. Wide machines "
         "get one letter per node, explained below the matrix.",
@@ -360,7 +362,7 @@ def add_commands(subparsers: Any) -> None:
         "slice",
         "where would a new job get 100%% of its nodes? (gangster's slice)",
         "Pack all known jobs space-wise into as few time slices as possible (first-fit "
-        "decreasing, seed 003 §3) and show the nodes free in every slice: a job placed "
+        "decreasing, Gorda & Brooks 1991 §3) and show the nodes free in every slice: a job placed "
         "there would get 100% of its nodes' time.",
         "  cosched slice\n  cosched slice --size 8",
         common,
@@ -385,7 +387,7 @@ def add_commands(subparsers: Any) -> None:
         "class",
         "change a job's class",
         "Change the class of a job, e.g. raise a job demoted to production back to "
-        "interactive while debugging it (seed 003 §3).",
+        "interactive while debugging it (Gorda & Brooks 1991 §3).",
         "  cosched class 12 interactive\n  cosched class 12 standby",
         common,
     )

@@ -20,7 +20,8 @@ Run scheduling policies in the discrete-event simulator and print a summary tabl
 Workloads:
   lublin            the Lublin-Feitelson (2003) model (batch + interactive types), --jobs, --seed
   lublin1           the same model in its single-type mode
-  mix:I             seed 000 §4.1: I I/O-bound and 4-I compute-bound jobs as wide as the machine
+  mix:I             Wiseman & Feitelson 2003 §4.1: I I/O-bound and 4-I compute-bound jobs as wide
+  as the machine
   swf:PATH          a Standard Workload Format trace (Parallel Workloads Archive semantics)
   SPEC.toml         a workload spec file (docs/simulator.md)
 

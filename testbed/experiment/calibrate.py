@@ -7,7 +7,7 @@ speed, and that a job switched in at a quantum boundary loses
 rather than taken from the paper:
 
 * **alone** -- each job type (the spec's compute job, its I/O job, and a
-  fine-grain job of about 45 % CPU, seed 000 §4.2.1/§4.2.2) runs by itself on
+  fine-grain job of about 45 % CPU, Wiseman & Feitelson 2003 §4.2.1/§4.2.2) runs by itself on
   the cluster; its barriers per second are ``R_alone`` and its CPU/wall
   (mean over its ranks) is its utilization ``u``.
 * **paired** -- two fine-grain jobs, and a compute job with an I/O job, run
@@ -17,7 +17,7 @@ rather than taken from the paper:
   model's factor solved for ``interference``, with ``Σu`` from the alone
   runs, so a pair whose demands exceed the CPU is charged its CPU sharing
   before any interference. Per job and per pair type; the model uses the
-  **fine + fine** figure, because the simulator's seed 000 §4.2 workloads
+  **fine + fine** figure, because the simulator's Wiseman & Feitelson 2003 §4.2 workloads
   (Figs. 10-12) are fine-grain 45 % jobs that "will always be matched", the
   pairing the paper calls the most sensitive to interference.
 * **gang** -- two compute jobs under strict gang (the real controller,
@@ -138,7 +138,8 @@ class CalibrationConfig:
 
     def fine(self, ns_per_iteration: float) -> AppParams:
         """The fine-grain job: ``fine_compute_ms`` of the compute loop, then one file and
-        ``fine_wait_ms`` of emulated device per barrier (about 45 % CPU, seed 000 §4.2.1)."""
+        ``fine_wait_ms`` of emulated device per barrier (about 45 % CPU, Wiseman & Feitelson 2003
+        §4.2.1)."""
         gcomp = max(1, round(self.fine_compute_ms * 1e6 / ns_per_iteration))
         return AppParams(gcomp, 1, 8193, self.fine_wait_ms / 1000.0, self.wait)
 
@@ -203,7 +204,7 @@ def context_switch(gang_rate: float, alone_rate: float, quantum: float, k: int) 
 
 
 def eq1(series: Sequence[float]) -> list[float]:
-    """Seed 000 eq. (1) over a job's per-quantum utilizations: the prediction after
+    """Wiseman & Feitelson 2003 eq. (1) over a job's per-quantum utilizations: the prediction after
     each quantum from the last four (weights 0.4, 0.3, 0.2, 0.1), once four exist."""
     from controller.policies.predictor import WEIGHTS
 
@@ -625,7 +626,8 @@ def quantum_utils(runs: Sequence[Run]) -> dict[str, dict[str, list[float]]]:
 
 
 def pairing(runs: Sequence[Run], margin: float = 0.01) -> dict[str, float]:
-    """How often paired gang's test would let the pairs pair (seed 000 §2.4, eq. (1)).
+    """How often paired gang's test would let the pairs pair (Wiseman & Feitelson 2003 §2.4, eq.
+    (1)).
 
     * ``compute_io_alone``: eq. (1) over the compute job's per-quantum
       utilizations alone, against the I/O job's mean alone: can a compute row

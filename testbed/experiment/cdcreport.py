@@ -1,6 +1,7 @@
-"""Report of a job-stream experiment (seed 002 §5.3, §5.5): Markdown, PNGs, the paper beside us.
+"""Report of a job-stream experiment (Yu & Byun 2011 §5.3, §5.5): Markdown, PNGs, the paper beside
+us.
 
-Seed 002's Figs. 7, 8, 10 and 11 are bar charts whose heights its text does
+Yu & Byun's Figs. 7, 8, 10 and 11 are bar charts whose heights its text does
 not give; what the text states are relative differences between schemes
 (:data:`PAPER_CLAIMS`). The report sets each of them beside the same ratio
 computed from our runs and draws our bars, without inventing the paper's.
@@ -23,7 +24,7 @@ PLOTS = ("fig7_response.png", "fig8_bcr_md.png", "fig10_mpl_response.png",
 
 @dataclass(frozen=True)
 class Claim:
-    """A figure seed 002's text states: ``ours`` vs ``base``, relative change in %."""
+    """A figure Yu & Byun's text states: ``ours`` vs ``base``, relative change in %."""
 
     where: str  # section and figure
     text: str
@@ -154,7 +155,7 @@ def markdown(result: StreamResult) -> str:
     paper = spec.get("load_means_paper_s", {})
     lines = [
         f"# {spec.get('name', 'job streams')}: communication-driven coscheduling "
-        "on real processes (seed 002)",
+        "on real processes (Yu & Byun 2011)",
         "",
         f"Local cluster of {spec.get('nodes')} nodes ({', '.join(cl.get('nodes', []))}), link "
         f"`{spec.get('link')}`, delay mechanism **{cl.get('delay_mechanism', '?')}**, CPU per "
@@ -191,7 +192,7 @@ def markdown(result: StreamResult) -> str:
     head = " | ".join(f"{ld} MPL {m}" for ld, m in cols)
     lines += [
         "",
-        "## Average response time, s (seed 002 Figs. 7 and 10)",
+        "## Average response time, s (Yu & Byun 2011 Figs. 7 and 10)",
         "",
         "Mean over the jobs that completed: response (wait + execution). BATCH runs at MPL 1 "
         "in every column.",
@@ -212,7 +213,7 @@ def markdown(result: StreamResult) -> str:
         lines.append(f"| {s.upper()} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "## Boost conflict ratio and message delay (seed 002 Figs. 8 and 11)",
+        "## Boost conflict ratio and message delay (Yu & Byun 2011 Figs. 8 and 11)",
         "",
         "From the agents' `cdc` counters, gained over each run, summed over the nodes: "
         "BCR = conflicts ÷ decision points, MD = mean over every completed receive, ms. "
@@ -299,14 +300,19 @@ def text_summary(result: StreamResult) -> str:
     schemes = _schemes(result)
     width = 16
     head = f"{'scheme':<8}" + "".join(f"{f'{ld} MPL {m}':>{width}}" for ld, m in cols)
-    out = ["average response time, s (wait + execution; seed 002 Figs. 7, 10)", head]
+    out = ["average response time, s (wait + execution; Yu & Byun 2011 Figs. 7, 10)", head]
     out.append("-" * len(head))
     for s in schemes:
         cells = "".join(
             f"{_f(value(find(runs, s, ld, m), 'response_s')):>{width}}" for ld, m in cols
         )
         out.append(f"{s:<8}{cells}")
-    out += ["", "BCR / MD ms (agents' cdc counters; seed 002 Figs. 8, 11)", head, "-" * len(head)]
+    out += [
+        "",
+        "BCR / MD ms (agents' cdc counters; Yu & Byun 2011 Figs. 8, 11)",
+        head,
+        "-" * len(head),
+    ]
     for s in schemes:
         if s == "batch":
             continue

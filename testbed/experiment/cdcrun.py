@@ -1,4 +1,4 @@
-"""Run a job-stream experiment live: seed 002's schemes on the local cluster.
+"""Run a job-stream experiment live: Yu & Byun's schemes on the local cluster.
 
 For every (scheme, load, MPL) of the spec (:meth:`StreamSpec.runs`) a fresh
 controller is started with ``--policy SCHEME --mpl MPL`` (it tells every

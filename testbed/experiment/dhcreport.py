@@ -1,4 +1,4 @@
-"""The seed 004 report: each reproduced table or figure beside the paper's finding
+"""The Feitelson & Rudolph 1996 report: each reproduced table or figure beside the paper's finding
 (testbed/experiment/dhcstudy.py makes the points)."""
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def findings(points: Points, meta: dict[str, Any]) -> list[tuple[bool, str]]:
 
 def markdown(points: Points, meta: dict[str, Any]) -> str:
     spec = meta["spec"]
-    L = [f"# {spec['name']}: seed 004's DHC study, reproduced in the simulator", ""]
+    L = [f"# {spec['name']}: Feitelson & Rudolph's DHC study, reproduced in the simulator", ""]
     L += [
         f"{spec['pes']} PEs, {spec['gangs']} gangs per run (the first 10 % left out), "
         f"{spec['seeds']} seed(s), loads {spec['loads']}; {len(points)} runs in "

@@ -1,4 +1,4 @@
-"""Seed 004's study in the simulator: DHC's design choices (§3) and the waste analysis
+"""Feitelson & Rudolph's study in the simulator: DHC's design choices (§3) and the waste analysis
 (§4), from a ``[dhc]`` spec (experiments/dhc.toml).
 
 Every §3 figure is a family of fluid runs (testbed/sim/dhc.py) over ``loads``:
@@ -225,7 +225,8 @@ def read_results(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m testbed.experiment.dhcstudy",
-        description="Seed 004 in the simulator: DHC's load balancing, mapping, selective "
+        description="Feitelson & Rudolph 1996 in the simulator: DHC's load balancing, mapping, "
+        "selective "
         "disabling and time division (Table 1, Figs. 2-4, 6-7, 9-12, 19) and the waste "
         "analysis (§4, Fig. 18); writes report.md, PNGs and results.json.",
     )

@@ -1,4 +1,4 @@
-"""Seed 001's study in the simulator: gang scheduling with greedy and with backfilling
+"""Rajaei et al.'s study in the simulator: gang scheduling with greedy and with backfilling
 admission against batch lookahead backfilling (Rajaei, Dadfar & Joshi, §3, §5–6).
 
 The paper runs its policies on a 15-worker cluster with a randomly generated workload
@@ -7,7 +7,7 @@ requested nodes were generated randomly", §4; "using the Linux rand() function"
 and reports makespan and mean wait against the number of jobs (Figs. 5–6), the wait of
 80 jobs sorted by arrival (Fig. 7) and makespan and mean wait against the number of time
 slots, 1 to 15 (Figs. 8–9). It gives no distributions, units or loads, so this module
-chooses them and says so (docs/experiments.md, "Seed 001's study"):
+chooses them and says so (docs/experiments.md, "Rajaei et al.'s study"):
 
 * **Time** is counted in ticks; one tick is one quantum ("the resolution of simulation
   time and the time interval between context switches have been kept the same", §5.2).
@@ -20,7 +20,8 @@ chooses them and says so (docs/experiments.md, "Seed 001's study"):
   default load is above 1.
 * **Communication-oriented vs compute-intensive** (§6): a share ``comm_share`` of the
   jobs gets the fine-grain profile (45 % CPU, a barrier every 1/600 of the run,
-  seed 000 §4.2.1), the rest the compute-bound profile. Under gang scheduling alone in
+  Wiseman & Feitelson 2003 §4.2.1), the rest the compute-bound profile. Under gang scheduling
+  alone in
   its slot a job's progress does not depend on its profile; beside an alternate the
   execution model's interference applies (docs/simulator.md).
 * **Wait** is the paper's "length of time from when a job arrives to when it enters the
@@ -62,7 +63,7 @@ ALL_POLICIES = GANG_POLICIES + BATCH_POLICIES
 
 
 class RajaeiError(UsageError):
-    """A seed 001 study spec that cannot be run."""
+    """A Rajaei et al. 2008 study spec that cannot be run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,7 @@ def check(s: RajaeiSpec) -> None:
         return RajaeiError(f"{where}: {what}", fix=fix)
 
     if not isinstance(s.nodes, int) or s.nodes < 1:
-        raise bad(f"nodes = {s.nodes!r}", "a positive whole number (seed 001: 15)")
+        raise bad(f"nodes = {s.nodes!r}", "a positive whole number (Rajaei et al. 2008: 15)")
     if not isinstance(s.quantum, (int, float)) or s.quantum <= 0:
         raise bad(f"quantum = {s.quantum!r}", "a positive number of seconds")
     for key in ("job_counts", "slots", "slot_jobs"):
@@ -350,7 +351,7 @@ def read_results(path: Path) -> tuple[list[Point], dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m testbed.experiment.rajaei",
-        description="Seed 001's study in the simulator: gang-greedy and gang-backfill against "
+        description="Rajaei et al.'s study in the simulator: gang-greedy and gang-backfill against "
         "lookahead backfilling (and EASY) on 15 nodes, as the number of jobs and the number of "
         "time slots grow (Figs. 5-9); writes report.md, PNGs and results.json.",
     )

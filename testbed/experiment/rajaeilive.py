@@ -1,14 +1,14 @@
-"""Seed 001's study live, scaled to the local cluster (issue 14, item 2).
+"""Rajaei et al.'s study live, scaled to the local cluster (issue 14, item 2).
 
 The same policies as the simulated study (testbed/experiment/rajaei.py) run a seeded
 job stream of the synthetic program on a local cluster: gang with greedy and with
 backfilling admission at several slot counts, lookahead backfilling and EASY; once with
-the agents switching by the cgroup freezer and once by SIGSTOP/SIGCONT (seed 001's own
+the agents switching by the cgroup freezer and once by SIGSTOP/SIGCONT (Rajaei et al.'s own
 mechanism, agent ``--switch signals``). The stream is then simulated with the same
 sizes, submit times and dedicated times, so the report sets live and simulated side by
 side.
 
-Scaling, and what differs from the simulated study (docs/experiments.md, "Seed 001's
+Scaling, and what differs from the simulated study (docs/experiments.md, "Rajaei et al.'s
 study"):
 
 * ``nodes`` nodes with a dedicated core each (2 on this host) instead of 15; sizes
@@ -49,7 +49,7 @@ DEFAULT_SPEC = REPO / "experiments" / "rajaei-live.toml"
 
 
 class RajaeiLiveError(UsageError):
-    """A live seed 001 spec that cannot be run."""
+    """A live Rajaei et al. 2008 spec that cannot be run."""
 
 
 @dataclass(slots=True)
@@ -335,7 +335,7 @@ def run_all(spec: LiveSpec, out: Path, say: Any = print) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any], spec: LiveSpec) -> str:
     L = [
-        f"# {spec.name}: seed 001's study live on the local cluster",
+        f"# {spec.name}: Rajaei et al.'s study live on the local cluster",
         "",
         f"{spec.nodes} nodes ({spec.cpu_mechanism}, {spec.cpus_per_node} CPU each, link "
         f"{spec.link}), quantum {spec.quantum} s = one tick; {spec.jobs} jobs (seed "
@@ -402,7 +402,7 @@ def plot(result: dict[str, Any], out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m testbed.experiment.rajaeilive",
-        description="Seed 001's study live on the local cluster (root): gang-greedy and "
+        description="Rajaei et al.'s study live on the local cluster (root): gang-greedy and "
         "gang-backfill at several slot counts, lookahead and EASY, with the freezer and with "
         "SIGSTOP/SIGCONT switching; the same stream simulated beside it.",
     )

@@ -1,4 +1,4 @@
-"""The report of seed 001's study (testbed/experiment/rajaei.py): Figs. 5–9 as tables and
+"""The report of Rajaei et al.'s study (testbed/experiment/rajaei.py): Figs. 5–9 as tables and
 PNGs, each beside the paper's stated finding (§6), and a verdict per finding.
 
 The paper states directions, not numbers, so each finding is checked as a direction on
@@ -170,7 +170,7 @@ def markdown(points: Sequence[Point], meta: dict[str, Any]) -> str:
     pols = meta["policies"]
     base = _base(meta)
     L = [
-        f"# {meta['name']}: seed 001's study in the simulator",
+        f"# {meta['name']}: Rajaei et al.'s study in the simulator",
         "",
         f"{meta['nodes']} nodes, quantum = 1 tick = {meta['quantum']} s, offered load "
         f"{meta['load']}, run times 1–{meta['max_runtime']} ticks, estimates up to "
@@ -182,7 +182,7 @@ def markdown(points: Sequence[Point], meta: dict[str, Any]) -> str:
         + f". Written {meta['written']} in {meta['seconds']} s "
         "(testbed/experiment/rajaei.py explains every choice).",
         "",
-        "## Findings of seed 001 §6, checked",
+        "## Findings of Rajaei et al. 2008 §6, checked",
         "",
     ]
     for key in ("fig5", "fig6", "fig7", "greedy", "fig8", "fig9"):

@@ -1,6 +1,6 @@
 """Report of the paired-vs-gang experiment: Markdown, PNGs, and the issue's targets.
 
-The paper's figures set beside ours are those seed 000 §4.1.2 states in its
+The paper's figures set beside ours are those Wiseman & Feitelson 2003 §4.1.2 states in its
 text (Figs. 7-9 themselves are charts): the single I/O job of mix 1 "will
 therefore advance almost four times faster", the best-fit slot usage it
 explains mix by mix, and what Figs. 8 and 9 show in words.
@@ -20,7 +20,7 @@ from typing import Any
 
 from testbed.experiment.runner import ExperimentResult, RunResult, SweepResult
 
-# seed 000 §4.1.2, best-fit matching: percent of quanta each slot was used for
+# Wiseman & Feitelson 2003 §4.1.2, best-fit matching: percent of quanta each slot was used for
 # matching, slots 0..3 (compute-bound jobs take the lower slots).
 PAPER_BEST_FIT: dict[int, tuple[float, float, float, float]] = {
     0: (0, 0, 0, 0),
@@ -35,7 +35,8 @@ TARGET_IO_SPEEDUP = 3.0
 TARGET_COMPUTE_LOSS = 0.10
 TARGET_SKEW_P99_S = 0.001
 
-# What seed 000 §4.1.2 says Figs. 8 and 9 show (the charts' values are not in the text).
+# What Wiseman & Feitelson 2003 §4.1.2 says Figs. 8 and 9 show (the charts' values are not in the
+# text).
 PAPER_SWEEP_TEXT = {
     "nodes": (
         "Paper (Fig. 8, clusters of 2, 4, 8 and 12 nodes): with compute-bound jobs only, "
@@ -137,7 +138,7 @@ def targets(result: ExperimentResult, paired: str | None = None) -> list[tuple[s
 
 
 def fidelity(spec: dict[str, Any], cluster: dict[str, Any]) -> tuple[bool, str]:
-    """Is the cluster faithful to ParPar's hardware, and why (seed 000 §3.1)?
+    """Is the cluster faithful to ParPar's hardware, and why (Wiseman & Feitelson 2003 §3.1)?
 
     Each ParPar node "is an independent PC with its own processor": the two
     processes paired gang leaves runnable on a node share that node's CPU and
@@ -148,7 +149,8 @@ def fidelity(spec: dict[str, Any], cluster: dict[str, Any]) -> tuple[bool, str]:
     if mech == "cpuset" and cpus is not None and cpus >= 1:
         return True, (
             f"**Faithful to the paper's hardware.** Each node has {cpus:g} core(s) of its own "
-            "(cpuset), as each ParPar node was a PC with its own processor (seed 000 §3.1): "
+            "(cpuset), as each ParPar node was a PC with its own processor (Wiseman & Feitelson "
+            "2003 §3.1): "
             "the two processes paired gang leaves runnable on a node share that node's CPU "
             "and nothing else, and a compute job's processes never compete with each other."
         )
@@ -205,7 +207,7 @@ def markdown(result: ExperimentResult) -> str:
         "",
         *_header(result),
         "",
-        "## Barriers per second (seed 000 Fig. 7 top)",
+        "## Barriers per second (Wiseman & Feitelson 2003 Fig. 7 top)",
         "",
         "| mix | job type | "
         + " | ".join(configs)
@@ -251,7 +253,11 @@ def markdown(result: ExperimentResult) -> str:
             f"{_fmt(m['compute_run_fraction'], '{:.0%}')} | "
             f"{_fmt(m['other_cores'], '{:.2f} cores')} |"
         )
-    lines += ["", "## Slots used for matching, % of quanta (seed 000 Fig. 7 bottom)", ""]
+    lines += [
+        "",
+        "## Slots used for matching, % of quanta (Wiseman & Feitelson 2003 Fig. 7 bottom)",
+        "",
+    ]
     for config in paired:
         lines += [
             f"**{config}**"
@@ -313,7 +319,7 @@ def text_summary(result: ExperimentResult) -> str:
     configs = _configs(result)
     width = max(17, *(len(c) + 2 for c in configs))
     head = f"{'mix':>3}  {'type':<7}" + "".join(f"{c:>{width}}" for c in configs)
-    out = ["barriers per second (seed 000 Fig. 7 top)", head, "-" * len(head)]
+    out = ["barriers per second (Wiseman & Feitelson 2003 Fig. 7 top)", head, "-" * len(head)]
     for mix in mixes:
         for kind in ("compute", "io"):
             if (kind == "compute" and mix == 4) or (kind == "io" and mix == 0):
@@ -322,7 +328,10 @@ def text_summary(result: ExperimentResult) -> str:
             out.append(f"{mix:>3}  {kind:<7}{cells}")
     out.append("")
     for config in _paired(result):
-        out.append(f"slots used for matching, % of quanta ({config}; seed 000 Fig. 7 bottom)")
+        out.append(
+            f"slots used for matching, % of quanta ({config}; "
+            "Wiseman & Feitelson 2003 Fig. 7 bottom)"
+        )
         for mix in mixes:
             run = _find(runs, config, mix)
             if run:
@@ -428,7 +437,7 @@ def sweep_markdown(sweep: SweepResult) -> str:
     mixes = sorted({r.mix for p in pts for r in p.result.runs})
     names = [_point_name(sweep, p.value, p.result.spec) for p in pts]
     lines = [
-        f"# {sweep.name}: barriers per second against {what} (seed 000 {fig})",
+        f"# {sweep.name}: barriers per second against {what} (Wiseman & Feitelson 2003 {fig})",
         "",
         PAPER_SWEEP_TEXT[sweep.key],
         "",
@@ -476,7 +485,7 @@ def sweep_markdown(sweep: SweepResult) -> str:
 
 def sweep_text(sweep: SweepResult) -> str:
     fig, what, _ = _sweep_names(sweep)
-    out = [f"barriers per second against {what} (seed 000 {fig})"]
+    out = [f"barriers per second against {what} (Wiseman & Feitelson 2003 {fig})"]
     for p in sweep.points:
         out.append(f"-- {_point_name(sweep, p.value, p.result.spec)}")
         out.append(text_summary(p.result))

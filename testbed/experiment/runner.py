@@ -1,4 +1,4 @@
-"""Run a live experiment: local cluster, controller, synthetic jobs (seed 000 §4.1).
+"""Run a live experiment: local cluster, controller, synthetic jobs (Wiseman & Feitelson 2003 §4.1).
 
 For every configuration (strict gang, paired gang with Fig. 4 or best-fit
 matching) and every mix i, a fresh controller is started on the cluster, the
@@ -13,7 +13,7 @@ used for matching.
 The cluster is brought up for the experiment and torn down after it, also on
 failure or Ctrl-C, unless ``reuse_cluster`` is set and one is already up.
 
-A spec with a ``[sweep]`` (seed 000 Fig. 8: ``nodes``, Fig. 9:
+A spec with a ``[sweep]`` (Wiseman & Feitelson 2003 Fig. 8: ``nodes``, Fig. 9:
 ``gcomp_scale``) runs the whole experiment once per value
 (:func:`run_sweep`), each node count on its own cluster.
 
@@ -350,7 +350,7 @@ def _cluster(spec: ClusterSettings, reuse: bool, say: Say) -> Iterator[dict[str,
                     cpu_mechanism=spec.cpu_mechanism,
                     cfs_period_us=spec.cfs_period_us,
                     cgroup=spec.cgroup,
-                    # the agents' switch mechanism, where a spec has one (seed 001's study)
+                    # the agents' switch mechanism, where a spec has one (Rajaei et al.'s study)
                     switch=getattr(spec, "switch", "freezer"),
                 ),
                 env,

@@ -1,4 +1,4 @@
-"""Seed 000 §4.2 in the simulator: Fig. 10 (response and slowdown vs load, both
+"""Wiseman & Feitelson 2003 §4.2 in the simulator: Fig. 10 (response and slowdown vs load, both
 workloads), Fig. 11 (jobs in system over time, strict vs paired gang) and
 Fig. 12 (paired gang, heterogeneous vs homogeneous), from one spec.
 
@@ -42,7 +42,8 @@ from typing import Any
 
 from common.errors import CoschedError, UsageError
 
-# Seed 000 §4.2.1, Fig. 10 prose: gang / paired mean response, "about twice" at 0.5 and
+# Wiseman & Feitelson 2003 §4.2.1, Fig. 10 prose: gang / paired mean response, "about twice" at 0.5
+# and
 # "nearly six times" at 0.95; the other loads are read from the figure only roughly, so
 # the report quotes just these two.
 PAPER_RATIO = {0.5: 2.0, 0.95: 6.0}
@@ -384,7 +385,7 @@ def markdown(results: list[RunResult], meta: dict[str, Any]) -> str:
     loads = sorted({r.load for r in results})
     cal = meta["calibration"]
     lines = [
-        f"# {meta['name']}: seed 000 Figs. 10–12 in the simulator",
+        f"# {meta['name']}: Wiseman & Feitelson 2003 Figs. 10–12 in the simulator",
         "",
         f"{meta['nodes']} nodes, workload `{meta['workload']}`, {meta['mode']} mode, quantum "
         f"{meta['quantum']} s; execution model from `{cal['source']}`: interference "
@@ -412,7 +413,7 @@ def markdown(results: list[RunResult], meta: dict[str, Any]) -> str:
         lines.append(f"| {load:g} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Mean slowdown above (seed 000 §4.2.1: mean of elapsed ÷ executing time).",
+        "Mean slowdown above (Wiseman & Feitelson 2003 §4.2.1: mean of elapsed ÷ executing time).",
         "",
         "![Fig. 10](fig10.png)",
         "",
@@ -567,7 +568,7 @@ def read_results(path: Path) -> tuple[list[RunResult], dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m testbed.experiment.simstudy",
-        description="Seed 000 Figs. 10-12 in the simulator, from one spec; "
+        description="Wiseman & Feitelson 2003 Figs. 10-12 in the simulator, from one spec; "
         "writes report.md, PNGs and results.json.",
     )
     ap.add_argument("spec", help="e.g. experiments/sim-paired-fig10-12.toml")

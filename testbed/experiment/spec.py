@@ -2,9 +2,9 @@
 
 Two kinds, named by ``[experiment].kind``:
 
-* ``paired`` (the default): seed 000 §4.1, job mixes under gang and paired
+* ``paired`` (the default): Wiseman & Feitelson 2003 §4.1, job mixes under gang and paired
   gang; see ``experiments/paired-vs-gang.toml`` for the keys.
-* ``job-stream``: seed 002 §5.3/§5.5, a seeded stream of jobs with
+* ``job-stream``: Yu & Byun 2011 §5.3/§5.5, a seeded stream of jobs with
   exponential interarrival times under every scheme and MPL; see
   ``experiments/cdc-policies.toml`` and :mod:`testbed.experiment.streams`.
 
@@ -35,7 +35,7 @@ CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
 
 WAITS = ("spin", "block", "spinblock")
 
-# [sweep] keys (seed 000 Figs. 8 and 9): one per spec.
+# [sweep] keys (Wiseman & Feitelson 2003 Figs. 8 and 9): one per spec.
 #   nodes       cluster sizes; each point brings up its own cluster
 #   gcomp_scale factors on the compute-bound jobs' G_comp (the paper's null loop
 #               2.5M -> 2.0M -> 1.5M -> 1.0M is 1.0, 0.8, 0.6, 0.4)
@@ -68,13 +68,14 @@ class AppParams:
         return [*args, "--duration", str(duration)]
 
     def scaled(self, factor: float) -> AppParams:
-        """The same job with G_comp scaled (seed 000 Fig. 9's granularity)."""
+        """The same job with G_comp scaled (Wiseman & Feitelson 2003 Fig. 9's granularity)."""
         return replace(self, gcomp=max(0, round(self.gcomp * factor)))
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """One [sweep] key and its values (seed 000 Fig. 8: nodes; Fig. 9: gcomp_scale)."""
+    """One [sweep] key and its values (Wiseman & Feitelson 2003 Fig. 8: nodes; Fig. 9:
+    gcomp_scale)."""
 
     key: str
     values: tuple[float, ...]

@@ -1,6 +1,6 @@
-"""Job streams for live experiments: seed 002's WL6 on the local cluster (pure; no I/O).
+"""Job streams for live experiments: Yu & Byun's WL6 on the local cluster (pure; no I/O).
 
-Seed 002 §5.2–5.3 runs a mix of five NAS applications (Table 2) whose jobs
+Yu & Byun 2011 §5.2–5.3 runs a mix of five NAS applications (Table 2) whose jobs
 "arrive at the cluster with exponentially distributed inter-arrival times"
 (mean 40.75 s heavy, 70.27 s light), each application sized so that it takes
 66–73 s alone on the 16 nodes, job sizes drawn from 4, 8, 9 or 16 "as per
@@ -47,7 +47,7 @@ from typing import Any
 from apps.npb import KERNELS
 
 COMMS = ("nn", "a2a", "allreduce", "none")
-#: Seed 002 Table 3: which applications each workload mixes.
+#: Yu & Byun 2011 Table 3: which applications each workload mixes.
 WORKLOADS: dict[str, tuple[str, ...]] = {
     "WL1": ("bt",),
     "WL2": ("sp",),
@@ -76,7 +76,7 @@ class Message:
 
 @dataclass(frozen=True)
 class App:
-    """One application of the mix (seed 002 Table 2), as the synthetic program runs it."""
+    """One application of the mix (Yu & Byun 2011 Table 2), as the synthetic program runs it."""
 
     name: str
     intensity: str
@@ -164,7 +164,7 @@ class StreamSpec:
     quick: Mapping[str, Any] = field(default_factory=dict)
     # Loads at which every MPL of ``mpls`` runs; elsewhere only the first (None: all loads).
     mpl_loads: tuple[str, ...] | None = None
-    workload: str = ""  # seed 002 Table 3's WL1-WL6: the apps the stream draws from
+    workload: str = ""  # Yu & Byun 2011 Table 3's WL1-WL6: the apps the stream draws from
     program: str = "synthetic"  # "npb": run the real kernels (apps/npb) instead
     npb_class: str = "S"
     reps_job_seconds: float = 0.0  # the job_seconds npb_reps were chosen for (0: job_seconds)
@@ -580,7 +580,8 @@ def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
     if workload:
         if workload not in WORKLOADS:
             raise StreamSpecError(
-                f"{w}.workload: unknown {workload!r}; seed 002 Table 3 has {', '.join(WORKLOADS)}"
+                f"{w}.workload: unknown {workload!r}; Yu & Byun 2011 Table 3 has "
+                f"{', '.join(WORKLOADS)}"
             )
         have = {a.name for a in apps}
         missing = [a for a in WORKLOADS[workload] if a not in have]

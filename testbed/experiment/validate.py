@@ -1,4 +1,5 @@
-"""Validate the simulator against the live cluster: seed 000 §4.2 scaled down (issue 11, item 5).
+"""Validate the simulator against the live cluster: Wiseman & Feitelson 2003 §4.2 scaled down
+(issue 11, item 5).
 
 One seeded Lublin stream runs through the live controller under strict and
 paired gang at two offered loads, and the very same jobs through the
@@ -34,7 +35,7 @@ sets mean response and slowdown side by side and says how far apart they are.
 **The job** is the fine-grain program of §4.2.1 at about 45 % CPU, with fixed
 *work*: ``--iterations`` loops of ``G_comp`` iterations of the compute loop,
 one 8 KiB file and ``device_wait_ms`` of blocking wait, then a barrier
-(``--wait block``: seed 000's barrier used Unix IPC and slept). ParPar's
+(``--wait block``: Wiseman & Feitelson's barrier used Unix IPC and slept). ParPar's
 barrier cost about as much as the compute; here a barrier over a 7 µs link
 costs a few hundred µs in Python, so the blocking wait stands in for the
 communication, as in ``cosched calibrate``'s fine-grain job
@@ -78,7 +79,7 @@ submit times the controller recorded, the dedicated times -- through
 :func:`testbed.sim.engine.simulate` in exact mode with the same quantum and
 policy, ``SimConfig(interference, context_switch)`` from the calibration.
 Each ``[[sim]]`` variant of the spec is one simulation; the first decides
-the verdict (seed 000 §4.2 gives no other way to pick).
+the verdict (Wiseman & Feitelson 2003 §4.2 gives no other way to pick).
 
     python -m testbed.experiment.validate experiments/sim-vs-live.toml [--quick]
         [--sim-only | --report-only] [--out DIR]
@@ -1286,7 +1287,8 @@ def live_line(run: LiveRun) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m testbed.experiment.validate",
-        description="Simulator vs live cluster on a Lublin stream (seed 000 §4.2 scaled "
+        description="Simulator vs live cluster on a Lublin stream "
+        "(Wiseman & Feitelson 2003 §4.2 scaled "
         "down): strict and paired gang at two loads, live and simulated; writes report.md, "
         "PNGs and results.json.",
     )

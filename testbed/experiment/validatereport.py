@@ -6,7 +6,7 @@ Definitions (the same for both sides, so only the schedules differ):
   from the engine's times; submit is the time the controller recorded.
 * slowdown = response / dedicated time, where the dedicated time is what the
   job took alone here (validate.py, "Dedicated time") -- the simulator's run
-  time. Seed 000 §4.2 divides by the kernel-measured execution time; a
+  time. Wiseman & Feitelson 2003 §4.2 divides by the kernel-measured execution time; a
   simulated job has no kernel, so both sides use the dedicated time.
 * Means are over the jobs that ended in both (a job killed at the live drain
   timeout has no response; the tables count them).
@@ -270,7 +270,7 @@ def markdown(result: ValidationResult) -> str:
     quick = bool(meta.get("quick"))
     lines = [
         f"# {spec.get('name', 'sim-vs-live')}: simulator vs live cluster "
-        "(seed 000 §4.2 scaled down)" + (" — --quick" if quick else ""),
+        "(Wiseman & Feitelson 2003 §4.2 scaled down)" + (" — --quick" if quick else ""),
         "",
     ]
     lines += _setup(result)

@@ -28,7 +28,9 @@ from pathlib import Path
 from common.errors import UsageError
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "experiments" / "calibration.toml"
-BUILTIN_INTERFERENCE = 0.05  # seed 000 §4.1: "a few percent" for a compute job beside an I/O job
+BUILTIN_INTERFERENCE = (
+    0.05  # Wiseman & Feitelson 2003 §4.1: "a few percent" for a compute job beside an I/O job
+)
 BUILTIN_CONTEXT_SWITCH = 0.0
 
 

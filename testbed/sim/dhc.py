@@ -1,4 +1,4 @@
-"""DHC under the appendix's assumptions (seed 004): a fluid simulation.
+"""DHC under the appendix's assumptions (Feitelson & Rudolph 1996): a fluid simulation.
 
 The quantum is taken as much shorter than the time between arrivals and ends, so
 between two events every gang progresses at its run fraction, the share of a round
@@ -10,7 +10,7 @@ generated load is (mean size x mean execution time) / (P x mean interarrival).
 Collected as the paper collects (§3.1, appendix): slowdown (response / execution)
 per gang, its median; the distribution of run fractions (execution / response);
 run fraction by gang size and by execution time; the load per PE (threads mapped
-to it, time-averaged: seed 004 Table 1); fairness as the time-averaged ratio of the
+to it, time-averaged: Feitelson & Rudolph 1996 Table 1); fairness as the time-averaged ratio of the
 largest to the smallest instantaneous run fraction while two or more gangs coexist
 (Fig. 11); and the utilization (share of PE-time running a thread).
 

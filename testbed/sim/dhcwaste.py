@@ -1,4 +1,4 @@
-"""Processing power wasted by gang scheduling (seed 004 §4).
+"""Processing power wasted by gang scheduling (Feitelson & Rudolph 1996 §4).
 
 * The off-line bounds under DHC-like partitioning into power-of-two blocks (§4.1):
   closed forms of Claims 1 and 2 (:data:`BOUNDS`), the total-disabling waste of a

@@ -9,7 +9,7 @@ Three loops share one contract with the policies (controller/policies/base.py):
   :class:`QuantumPlan`, progress the runnable jobs with the execution model
   (testbed/sim/execution.py), sub-stepping at completions and phase changes,
   report the measured utilization back.
-* :func:`_run_gang_fluid` -- seed 004's appendix assumption: the quantum is
+* :func:`_run_gang_fluid` -- Feitelson & Rudolph's appendix assumption: the quantum is
   much shorter than the time between arrivals and departures, so a job's
   rate is constant in between. At every such event the loop plays one round
   of the matrix (``slot_count`` quanta, feeding the predictor as the exact

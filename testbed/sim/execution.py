@@ -6,12 +6,12 @@ Assumptions (documented in docs/simulator.md, issue 2 "Execution model"):
   dedicated run time per second of wall time (1.0 = as on a dedicated machine).
 * A process in a phase with CPU utilization ``u`` needs the CPU for a fraction
   ``u`` of its dedicated wall time; the rest is I/O or communication wait,
-  which overlaps with other processes' CPU use (seed 000 §2.2).
+  which overlaps with other processes' CPU use (Wiseman & Feitelson 2003 §2.2).
 * The processes left runnable on one node share its CPU. When their demands
   sum to at most 1 they all progress at full speed; otherwise the CPU is
   shared in proportion to demand, so each progresses at ``1 / sum(u)``.
 * Sharing a node costs an ``interference`` fraction of speed (caches, memory
-  bus, I/O device contention), applied to every process that shares; seed 000
+  bus, I/O device contention), applied to every process that shares; Wiseman & Feitelson 2003
   §4.1 measured a few percent for a compute job paired with an I/O job.
 * Processes of a gang synchronise (barriers), so a gang progresses at the
   speed of its slowest process: the minimum of its per-node rates. Gangs are

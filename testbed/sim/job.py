@@ -7,7 +7,7 @@ study needs: a CPU/I-O profile and a barrier granularity.
 The profile is a sequence of :class:`Phase`; each phase covers a fraction of
 the job's dedicated run time and has a CPU utilization ``cpu`` in [0, 1]: the
 share of wall time the job's processes use the CPU when they run alone, the
-rest being I/O or communication wait (seed 000 §2.2: I/O is "the remaining
+rest being I/O or communication wait (Wiseman & Feitelson 2003 §2.2: I/O is "the remaining
 time"). An empty profile means a compute-bound job (cpu = 1).
 """
 

@@ -3,20 +3,20 @@
 Definitions, with the choices made where the papers leave room:
 
 * wait = first time the job ran − submit; response = end − submit.
-* slowdown (seed 000 §4.2) = t_Elapsed / t_Executing, averaged over jobs.
+* slowdown (Wiseman & Feitelson 2003 §4.2) = t_Elapsed / t_Executing, averaged over jobs.
   The paper's t_Executing is "the execution time measured by the kernel on
   the nodes"; in the simulator the job's run time on a dedicated machine
   stands for it (what the job takes when nothing else runs), so a job that
   ran alone from submission has slowdown 1. The CPU seconds each job used are
   reported too, for the other reading.
 * bounded slowdown = max(1, response / max(run time, τ)), τ = 10 s.
-* median slowdown is reported beside the mean (seed 004's appendix prefers it).
+* median slowdown is reported beside the mean (Feitelson & Rudolph's appendix prefers it).
 * makespan = last end − first submit.
 * utilization = CPU seconds used by all jobs / (nodes × makespan), in 0..1.
 * jobs in system: the time-weighted mean and the maximum of the series.
 * matching success rate = quanta run with a partner / quanta with a slot
   (paired gang); per-slot matched fraction = quanta in which the slot was
-  chosen as the partner / all quanta (seed 000 Fig. 7 bottom: "fraction of
+  chosen as the partner / all quanta (Wiseman & Feitelson 2003 Fig. 7 bottom: "fraction of
   quanta in which jobs occupying different slots were used for matching").
 """
 

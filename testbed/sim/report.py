@@ -47,7 +47,7 @@ def table(summaries: Sequence[RunSummary]) -> str:
 
 
 def plot_jobs_in_system(path: Path, results: Sequence[SimResult]) -> None:
-    """Jobs in the system over time, one line per run (seed 000 Fig. 11)."""
+    """Jobs in the system over time, one line per run (Wiseman & Feitelson 2003 Fig. 11)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,7 +72,8 @@ def plot_jobs_in_system(path: Path, results: Sequence[SimResult]) -> None:
 
 
 def plot_slowdown_vs_load(path: Path, summaries: Sequence[RunSummary]) -> None:
-    """Mean slowdown against offered load, one line per policy (seed 000 Fig. 10)."""
+    """Mean slowdown against offered load, one line per policy (Wiseman & Feitelson 2003 Fig.
+    10)."""
     import matplotlib
 
     matplotlib.use("Agg")

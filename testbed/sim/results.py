@@ -15,7 +15,7 @@ class SimConfig:
     ``quantum`` and ``context_switch`` are seconds; ``interference`` is the
     fraction of speed a process loses while it shares its node. ``mode`` is
     ``exact`` (every quantum simulated) or ``fluid`` (rates change only at
-    arrivals, departures and phase changes; seed 004 appendix). Batch policies
+    arrivals, departures and phase changes; Feitelson & Rudolph 1996 appendix). Batch policies
     ignore all of these.
     """
 
@@ -43,7 +43,7 @@ class MatchingStats:
     """Paired gang matching, weighted by quanta.
 
     ``matched / quanta`` is the matching success rate. ``slot_partner[s] /
-    quanta`` is seed 000 Fig. 7 bottom: the fraction of quanta in which the
+    quanta`` is Wiseman & Feitelson 2003 Fig. 7 bottom: the fraction of quanta in which the
     row ``s`` was *used for matching*, i.e. chosen as the partner of the row
     whose turn it was (best-fit with four I/O-bound rows gives row 3 75 % and
     row 2 25 %, as §4.1.2 explains).

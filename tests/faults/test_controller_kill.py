@@ -107,7 +107,7 @@ def test_controller_sigkill_and_restore_loses_no_job(live: Live) -> None:
 @pytest.mark.root
 @pytest.mark.timeout(600)
 def test_controller_upgrade_with_ten_jobs_running(live: Live) -> None:
-    """Seed 003 §3.1's upgrade while running: shutdown (checkpoint), a new controller
+    """Gorda & Brooks 1991 §3.1's upgrade while running: shutdown (checkpoint), a new controller
     process from the checkpoint; all ten jobs carry on and end done."""
     _start(live)
     ids = [

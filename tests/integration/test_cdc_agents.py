@@ -1,4 +1,4 @@
-"""Seed 002 on real processes: the agents' NIC emulation, boosts, BCR and MD, and the
+"""Yu & Byun 2011 on real processes: the agents' NIC emulation, boosts, BCR and MD, and the
 userspace link delay, on a real 2-node cluster (root; torn down even on failure).
 
 * Two communicating 2-rank jobs share both nodes (MPL 2) under PB: every rank

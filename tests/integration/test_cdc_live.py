@@ -1,4 +1,4 @@
-"""Seed 002 end to end, controller side: space sharing with an MPL on a real 2-node cluster.
+"""Yu & Byun 2011 end to end, controller side: space sharing with an MPL on a real 2-node cluster.
 
 Two 2-rank synthetic jobs under ``--policy dcs --mpl 2`` must both start at
 once, thawed, on the same two nodes (each node holds two jobs: the MPL), run

@@ -1,13 +1,13 @@
 """Issue 4 end to end: the real controller process driving real agents on a 2-node cluster.
 
 * strict gang: sampling the v1 freezer states every ~2 ms never shows two jobs
-  THAWED on one node across two consecutive samples (seed 000 §2.1);
+  THAWED on one node across two consecutive samples (Wiseman & Feitelson 2003 §2.1);
 * a forged TCP submission is refused and the controller keeps serving;
 * SIGKILL of the controller: the agents thaw every job within their fail-safe;
 * paired gang: an I/O-bound job paired with a compute-bound one, both advance
-  (seed 000 §2.4, §4.1);
+  (Wiseman & Feitelson 2003 §2.4, §4.1);
 * checkpoint + shutdown + ``--restore`` in the middle of a run loses no job
-  and records the one that ended meanwhile (seed 003 §3.1).
+  and records the one that ended meanwhile (Gorda & Brooks 1991 §3.1).
 
 Every test stops its controller and tears the cluster down even on failure
 (the fixture then checks that no namespace, link or cgroup is left).
@@ -30,7 +30,7 @@ import pytest
 
 SPIN = ["python3", "-c", "while True: pass"]
 # Compute-bound with a short "barrier" wait each 15 ms: just under 100 % CPU,
-# like seed 000's compute-bound jobs, so paired gang may pair it.
+# like Wiseman & Feitelson's compute-bound jobs, so paired gang may pair it.
 COMPUTE = [
     "python3",
     "-c",
@@ -371,7 +371,8 @@ def test_an_operator_runs_a_job_as_another_user(live: Live) -> None:
 
 @pytest.mark.root
 def test_dhc_on_the_live_cluster(live: Live) -> None:
-    """Seed 004 live: the controller maps gangs into power-of-two node blocks and turns
+    """Feitelson & Rudolph 1996 live: the controller maps gangs into power-of-two node blocks and
+    turns
     the tree's waves into quantum commands; never two jobs thawed on a node; every job
     ends done; `cosched matrix` shows the tree and its active front."""
     from testbed.views import render_matrix

@@ -1,4 +1,4 @@
-"""A seed 002 workload (Table 3's WL5: CG) as a live job stream of the real kernels
+"""A Yu & Byun 2011 workload (Table 3's WL5: CG) as a live job stream of the real kernels
 (experiments/cdc-npb.toml, programs = "npb"): every job finishes and verifies."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The synthetic program of seed 000 Fig. 6 as real processes on 127.0.0.1.
+"""The synthetic program of Wiseman & Feitelson 2003 Fig. 6 as real processes on 127.0.0.1.
 
 No root needed: ranks are ordinary subprocesses talking TCP on the loopback.
 The CPU-ratio checks are loose on purpose (no test fails because the machine

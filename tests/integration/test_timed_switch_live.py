@@ -52,7 +52,7 @@ def _clients(st: Any, key: bytes) -> list[tuple[str, Any]]:
 
 
 def _round(clients: list[tuple[str, Any]], q: int, at: float | None) -> list[dict[str, Any]]:
-    """One switch on every node: send all, then collect all (seed 000 Fig. 5)."""
+    """One switch on every node: send all, then collect all (Wiseman & Feitelson 2003 Fig. 5)."""
     from agent import wire
 
     job = "a" if q % 2 else "b"

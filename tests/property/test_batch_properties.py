@@ -1,4 +1,4 @@
-"""Randomized properties of the batch policies (seed 001 §3.1).
+"""Randomized properties of the batch policies (Rajaei et al. 2008 §3.1).
 
 Each example is a small workload run through an event loop shaped like the
 simulator's: arrivals and completions at the same instant are handled

@@ -203,7 +203,7 @@ def test_round_robin_never_starves_a_slot(data: st.DataObject) -> None:
             assert q - last_turn[s] < count, f"row {s} waited {q - last_turn[s]} quanta"
 
 
-# ------------------------------------------------- the band (seed 000 §2.5)
+# ------------------------------------------------- the band (Wiseman & Feitelson 2003 §2.5)
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_paired_gang_keeps_strict_gangs_matrix(data: st.DataObject) -> None:

@@ -1,4 +1,4 @@
-"""Randomized properties of space sharing with an MPL cap (seed 002 §5.2).
+"""Randomized properties of space sharing with an MPL cap (Yu & Byun 2011 §5.2).
 
 Random arrivals and completions are driven through the policy in the order
 the live controller and the simulator use (completions, then arrivals, then

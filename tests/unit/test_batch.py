@@ -1,4 +1,4 @@
-"""Hand-checked examples for FCFS, EASY and conservative backfilling (seed 001 §3.1)."""
+"""Hand-checked examples for FCFS, EASY and conservative backfilling (Rajaei et al. 2008 §3.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The cdc-policies experiment (seed 002 §5.2-5.5): job-stream spec, stream generation,
+"""The cdc-policies experiment (Yu & Byun 2011 §5.2-5.5): job-stream spec, stream generation,
 run measurements, and the report rendered from a canned results dict."""
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def test_npb_programs_run_the_real_kernels_on_allowed_rank_counts() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "words"),
     [
-        ('workload = "WL6"', 'workload = "WL7"', "unknown 'WL7'; seed 002 Table 3 has WL1"),
+        ('workload = "WL6"', 'workload = "WL7"', "unknown 'WL7'; Yu & Byun 2011 Table 3 has WL1"),
         ('programs = "npb"', 'programs = "mpi"', "programs: one of synthetic, npb"),
         ('npb_class = "S"', 'npb_class = "Q"', "has no class 'Q'"),
         ("npb_reps = 5", "npb_reps = 0", "npb_reps: repetitions per job, >= 1"),

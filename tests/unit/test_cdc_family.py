@@ -1,4 +1,4 @@
-"""The CDC family with a fake agent pool (seed 002): thawed launches, every running job
+"""The CDC family with a fake agent pool (Yu & Byun 2011): thawed launches, every running job
 runnable, MPL rows, the local_policy request to every agent, refusals tolerated,
 job environment, restart."""
 

@@ -1,4 +1,4 @@
-"""Seed 002 Table 1 decision logic on scripted arrival sequences, and eqs. 1-4."""
+"""Yu & Byun 2011 Table 1 decision logic on scripted arrival sequences, and eqs. 1-4."""
 
 from __future__ import annotations
 

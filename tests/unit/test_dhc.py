@@ -1,4 +1,5 @@
-"""DHC (seed 004): the controller tree, its mapping and its rounds; the waste analysis."""
+"""DHC (Feitelson & Rudolph 1996): the controller tree, its mapping and its rounds; the waste
+analysis."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_bad_config_and_requests_are_one_line() -> None:
 
 
 def test_fig5_selective_disabling_runs_leftover_processors() -> None:
-    """Seed 004 Fig. 5: the root's 5-thread gang on PEs 1-5; PEs 7-8 run a 2-thread
+    """Feitelson & Rudolph 1996 Fig. 5: the root's 5-thread gang on PEs 1-5; PEs 7-8 run a 2-thread
     gang and PE 6 a single thread in the same slot, only with selective disabling."""
     runs = {}
     for sd in (True, False):

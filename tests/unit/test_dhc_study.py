@@ -1,4 +1,4 @@
-"""The seed 004 study: a tiny [dhc] spec runs end to end and writes its report."""
+"""The Feitelson & Rudolph 1996 study: a tiny [dhc] spec runs end to end and writes its report."""
 
 from __future__ import annotations
 

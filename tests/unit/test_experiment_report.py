@@ -160,7 +160,7 @@ def _sweep(key: str) -> SweepResult:
 def test_sweep_reports(tmp_path: Path, key: str, fig: str, capsys: Any) -> None:
     sweep = _sweep(key)
     md = sweep_markdown(sweep)
-    assert f"seed 000 Fig. {fig[-1]})" in md.splitlines()[0]
+    assert f"Wiseman & Feitelson 2003 Fig. {fig[-1]})" in md.splitlines()[0]
     assert f"![Fig. {fig[-1]}]({fig}.png)" in md
     if key == "nodes":
         assert "2 nodes" in md and "4 nodes" in md and "not faithful" in md

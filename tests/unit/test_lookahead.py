@@ -1,4 +1,4 @@
-"""Lookahead backfilling (seed 001 §3.1): hand examples and the DP against brute force."""
+"""Lookahead backfilling (Rajaei et al. 2008 §3.1): hand examples and the DP against brute force."""
 
 from __future__ import annotations
 

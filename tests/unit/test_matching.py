@@ -1,4 +1,4 @@
-"""Seed 000 Fig. 4 and the naive best-fit matcher of §2.4, worked by hand."""
+"""Wiseman & Feitelson 2003 Fig. 4 and the naive best-fit matcher of §2.4, worked by hand."""
 
 from __future__ import annotations
 

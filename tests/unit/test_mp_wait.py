@@ -1,4 +1,4 @@
-"""Waiting actions (apps/mp/wait.py, seed 002 Table 1): a rank in its own process waits
+"""Waiting actions (apps/mp/wait.py, Yu & Byun 2011 Table 1): a rank in its own process waits
 300 ms for a late message; its process CPU time against the wall time of that same wait
 shows whether it spun or slept, and its state page (read the way the agent reads it)
 shows that spin-block really went from spinning to blocked after its spin time."""

@@ -33,7 +33,7 @@ def test_vranlc_is_randlc_and_skip_jumps_exactly() -> None:
     assert all(0.0 < x < 1.0 for x in scalar)
 
 
-def test_kernel_table_follows_seed_002_tables_2_and_3() -> None:
+def test_kernel_table_follows_yu_byun_tables_2_and_3() -> None:
     assert set(KERNELS) == {"bt", "sp", "ft", "is", "cg"}
     for info in KERNELS.values():
         assert abs(sum(e.share for e in info.table2) - 100.0) <= 1.0, info.name

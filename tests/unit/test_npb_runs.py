@@ -104,7 +104,7 @@ HISTOGRAM_RUNS = [
 
 
 @pytest.mark.parametrize(("kernel", "argv"), HISTOGRAM_RUNS)
-def test_message_size_shares_match_seed_002_table_2(kernel: str, argv: list[str]) -> None:
+def test_message_size_shares_match_yu_byun_table_2(kernel: str, argv: list[str]) -> None:
     r = report(kernel, *argv, "--class", "S", "--wait", "block")
     assert r["verified"] is not False
     for row in r["table2"]:

@@ -1,4 +1,5 @@
-"""Paired gang (seed 000 §2.4-2.6): pairing, exclusivity, sharp changes, band, alternates."""
+"""Paired gang (Wiseman & Feitelson 2003 §2.4-2.6): pairing, exclusivity, sharp changes, band,
+alternates."""
 
 from __future__ import annotations
 

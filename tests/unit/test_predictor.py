@@ -1,4 +1,4 @@
-"""Eq. (1) of seed 000 and the sharp-change rule of §4.2.3."""
+"""Eq. (1) of Wiseman & Feitelson 2003 and the sharp-change rule of §4.2.3."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""apps/presets.py and the synthetic program's preset flags (seed 000 §4.1.1-§4.2.3)."""
+"""apps/presets.py and the synthetic program's preset flags (Wiseman & Feitelson 2003
+§4.1.1-§4.2.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001's study (testbed/experiment/rajaei.py, rajaeireport.py)."""
+"""Rajaei et al.'s study (testbed/experiment/rajaei.py, rajaeireport.py)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_quick_study_through_the_cli_writes_the_report(
     for fig in ("fig5", "fig6", "fig7", "fig8", "fig9"):
         assert (out / f"{fig}.png").stat().st_size > 1000
         assert f"({fig}.png)" in text
-    assert "## Findings of seed 001 §6, checked" in text
+    assert "## Findings of Rajaei et al. 2008 §6, checked" in text
     assert text.count("* **reproduced**") + text.count("* **differs**") >= 8
     printed = capsys.readouterr().out
     assert "Fig. 5:" in printed and "Fig. 8:" in printed

@@ -1,4 +1,5 @@
-"""Seed 000 §4.1 in the simulator: Fig. 7 bottom's matching figures, as the paper explains them.
+"""Wiseman & Feitelson 2003 §4.1 in the simulator: Fig. 7 bottom's matching figures, as the paper
+explains them.
 
 As in the paper, matching is measured only while the whole mix runs (until the
 first job ends); after that the mix changes.

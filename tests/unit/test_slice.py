@@ -1,4 +1,5 @@
-"""gangster's ``slice`` (seed 003 §3): first-fit decreasing packing and runs free in every row."""
+"""gangster's ``slice`` (Gorda & Brooks 1991 §3): first-fit decreasing packing and runs free in
+every row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Space sharing with an MPL cap (seed 002 §2.1, §5.2): FIFO, the cap, least-loaded nodes."""
+"""Space sharing with an MPL cap (Yu & Byun 2011 §2.1, §5.2): FIFO, the cap, least-loaded nodes."""
 
 from __future__ import annotations
 

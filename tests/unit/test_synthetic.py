@@ -1,4 +1,5 @@
-"""Synthetic mixes and profiles (seed 000) and load scaling (synthetic.py, load.py)."""
+"""Synthetic mixes and profiles (Wiseman & Feitelson 2003) and load scaling (synthetic.py,
+load.py)."""
 
 from __future__ import annotations
 

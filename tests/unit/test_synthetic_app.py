@@ -1,4 +1,4 @@
-"""The synthetic program of seed 000 Fig. 6 on the message library (unit level)."""
+"""The synthetic program of Wiseman & Feitelson 2003 Fig. 6 on the message library (unit level)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Text views of controller answers (gangster-style, seed 003 §3): exact expected text."""
+"""Text views of controller answers (gangster-style, Gorda & Brooks 1991 §3): exact expected
+text."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Workloads for the discrete-event simulator: SWF traces, the Lublin-Feitelson
-model, synthetic mixes and profiles (seed 000), load scaling and TOML specs.
+model, synthetic mixes and profiles (Wiseman & Feitelson 2003), load scaling and TOML specs.
 
 The names below are imported on first use (PEP 562), not with the package:
 the Lublin model needs numpy, which `cosched simulate` on an SWF trace never

@@ -1,7 +1,7 @@
 """Offered load of a workload, and rescaling a workload to a target load.
 
 Offered load is the fraction of the machine the jobs would keep busy if they
-ran as they arrive (Feitelson & Rudolph, seed 004, Appendix: average gang size
+ran as they arrive (Feitelson & Rudolph, Feitelson & Rudolph 1996, Appendix: average gang size
 times average execution time over number of processors times average
 inter-arrival time).  We use the form that does not assume size and run time
 independent, as the comment of the Lublin reference program ``m_lublin99.c``
@@ -13,7 +13,7 @@ does::
 appendix formula up to the factor ``n / (n - 1)`` and the size-runtime
 correlation.)  A workload whose jobs all arrive at once has infinite load.
 
-Load is changed the way seed 000 §4.2 does it ("the arrival times were further
+Load is changed the way Wiseman & Feitelson 2003 §4.2 does it ("the arrival times were further
 multiplied by a constant factor"): every inter-arrival gap is multiplied by
 the same factor, run times and sizes stay.  Submit times stay floats; they are
 not rounded, so the target is met exactly (up to float rounding).
@@ -67,7 +67,7 @@ def scale_to_load(jobs: Sequence[SimJob], nodes: int, target_load: float) -> lis
 def scale_time(jobs: Sequence[SimJob], factor: float) -> list[SimJob]:
     """Multiply every time of every job (submit, run time, estimate, barrier) by ``factor``.
 
-    Seed 000 §4.2 divided Lublin arrival and run times by 40 (``factor=1/40``)
+    Wiseman & Feitelson 2003 §4.2 divided Lublin arrival and run times by 40 (``factor=1/40``)
     to fit experiments in hours; the offered load does not change.
     """
     if not factor > 0 or not math.isfinite(factor):

@@ -7,7 +7,7 @@ the rest of the file (experiment specs embed this table).  Example::
     source = "lublin"          # "lublin" | "swf" | "mix"
     jobs = 1000
     seed = 1
-    runtime_scale = 0.025      # seed 000 §4.2 divided times by 40
+    runtime_scale = 0.025      # Wiseman & Feitelson 2003 §4.2 divided times by 40
     load = 0.8                 # stretch inter-arrival gaps to this offered load
     profile = "heterogeneous"  # "compute" | "homogeneous" | "heterogeneous" | "qcrd"
 
@@ -30,7 +30,7 @@ path               str     (required)  swf: trace, relative to the spec file
 skip_bad_lines     bool    false       swf: skip and count malformed lines
 oversize           str     reject      swf: jobs wider than the machine: reject (the simulator
                                        rejects each, counts it, and goes on)|error|drop|clip
-io_jobs            int     (required)  mix: I/O-bound jobs, 0..4 (seed 000 §4.1)
+io_jobs            int     (required)  mix: I/O-bound jobs, 0..4 (Wiseman & Feitelson 2003 §4.1)
 runtime            float   600         mix: run time of each job
 io_cpu             float   0.0         mix: CPU utilization of the I/O-bound jobs
 compute_cpu        float   0.95        mix: CPU utilization of the compute-bound jobs
@@ -247,7 +247,11 @@ def _check_values(values: dict[str, Any], origin: str) -> None:
         values.get("oversize", "reject") in OVERSIZE,
         f"must be one of {', '.join(OVERSIZE)}",
     )
-    need("io_jobs", 0 <= values.get("io_jobs", 0) <= 4, "must be 0..4 (seed 000 §4.1 mixes)")
+    need(
+        "io_jobs",
+        0 <= values.get("io_jobs", 0) <= 4,
+        "must be 0..4 (Wiseman & Feitelson 2003 §4.1 mixes)",
+    )
     need("runtime", values.get("runtime", 1.0) > 0, "must be positive")
     need("io_cpu", 0 <= values.get("io_cpu", 0.0) <= 1, "must be in [0, 1]")
     need("compute_cpu", 0 <= values.get("compute_cpu", 0.0) <= 1, "must be in [0, 1]")
@@ -327,7 +331,7 @@ def build_workload_info(spec: WorkloadSpec, nodes: int) -> tuple[list[SimJob], W
             compute_cpu=spec.compute_cpu,
             barriers=spec.barriers,
         )
-        desc = f"seed 000 §4.1 mix {spec.io_jobs} ({spec.io_jobs} I/O-bound, "
+        desc = f"Wiseman & Feitelson 2003 §4.1 mix {spec.io_jobs} ({spec.io_jobs} I/O-bound, "
         desc += f"{4 - spec.io_jobs} compute-bound)"
     if not jobs:
         raise WorkloadError(f"{spec.origin}: the workload has no jobs")

@@ -1,5 +1,5 @@
 """Synthetic job mixes and CPU/I-O profiles from Wiseman & Feitelson, *Paired
-Gang Scheduling*, IEEE TPDS 2003 (seed 000).
+Gang Scheduling*, IEEE TPDS 2003 (Wiseman & Feitelson 2003).
 
 (a) :func:`io_compute_mix` - the proof-of-concept mix of §4.1: mix ``i`` has
     ``i`` I/O-bound and ``4 - i`` compute-bound jobs, every job as wide as the
@@ -85,7 +85,8 @@ def io_compute_mix(
     barriers: int = MIX_BARRIERS,
     first_id: int = 1,
 ) -> list[SimJob]:
-    """Seed 000 §4.1 mix ``io_jobs``: ``4 - io_jobs`` compute-bound jobs (ids first, the
+    """Wiseman & Feitelson 2003 §4.1 mix ``io_jobs``: ``4 - io_jobs`` compute-bound jobs (ids
+    first, the
     paper's lower slots) then ``io_jobs`` I/O-bound jobs, all ``nodes`` wide, at t = 0.
 
     Each job passes ``barriers`` barriers over ``runtime`` seconds; estimate = runtime.
@@ -122,7 +123,8 @@ def qcrd_phases(
     io_cpu: float = 0.05,
     compute_cpu: float = 0.95,
 ) -> tuple[Phase, ...]:
-    """QCRD-like profile (seed 000 §4.2.3): ``cycles`` x (short I/O, longer CPU), then
+    """QCRD-like profile (Wiseman & Feitelson 2003 §4.2.3): ``cycles`` x (short I/O, longer CPU),
+    then
     a long final I/O phase; fractions of the run time (defaults: see module doc)."""
     if cycles < 1:
         raise ValueError(f"cycles must be >= 1, got {cycles}")
