@@ -579,6 +579,7 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
             cfg, extra["fine"] = _fine_probe(comm, cfg, workdir, payload)
         # Timing starts once the job is connected: start-up skew between ranks
         # is not the program's progress.
+        runq0 = runq_seconds()
         if cfg.qcrd:
             done, seconds, cpu, extra["phases"] = _qcrd_run(comm, cfg, workdir, payload)
         else:
@@ -586,6 +587,7 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
                 comm, cfg, workdir, payload, cfg.gcomp, cfg.gio, cfg.device_latency,
                 cfg.iterations, cfg.duration,
             )  # fmt: skip
+        runq = runq_seconds() - runq0
         report = comm.report()
     finally:
         if own:
@@ -601,6 +603,10 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
         "barriers_per_second": round(done / seconds, 6) if seconds > 0 else 0.0,
         "cpu_seconds": round(cpu, 6),
         "cpu_ratio": round(cpu / seconds, 4) if seconds > 0 else 0.0,
+        # what the rank would have used on an idle host: time spent waiting for a CPU
+        # on a busy one is taken out of the wall time
+        "runq_seconds": round(runq, 6),
+        "cpu_ratio_alone": round(cpu / (seconds - runq), 4) if seconds > runq else 0.0,
         "params": {
             "gcomp": cfg.gcomp,
             "gio": cfg.gio,
@@ -618,6 +624,16 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
         **extra,
         "messages": report,
     }
+
+
+def runq_seconds() -> float:
+    """Seconds this thread has waited on a run queue (``/proc/thread-self/schedstat``,
+    second field); 0.0 where the kernel does not report it."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _loop(
