@@ -2,7 +2,7 @@
 
 For each N and policy, N emulated agents (agent/emulated.py: the real agent code in one
 process, no jobs' processes, a fake cgroup tree) listen on 127.0.0.1; this process runs
-the real controller core (controller/quantum.py ``Scheduler`` over ``AgentPool``) with
+the real controller core (controller/scheduler.py ``Scheduler`` over ``AgentPool``) with
 two full-width jobs, so every quantum switches every node, and times each quantum:
 
 * plan: the policy and family deciding the quantum (``fam.plan``);
@@ -46,8 +46,8 @@ sys.path.insert(0, str(REPO))
 
 from agent.emulated import EmulationError, capacity, raise_fd_limit  # noqa: E402
 from controller.nodes import AgentPool, NodeInfo  # noqa: E402
-from controller.quantum import Scheduler  # noqa: E402
 from controller.relaypool import RelayInfo, RelayPool  # noqa: E402
+from controller.scheduler import Scheduler  # noqa: E402
 
 QUANTA_CHOICES = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 TARGET_PLAN_FANOUT_S = 0.010
@@ -193,7 +193,7 @@ def measure(
         print(f"-- the controller's CPU time ({n} nodes, {policy}, {len(relays)} relays):")
         pstats.Stats(prof).sort_stats("tottime").print_stats(profile)
     other_cpu = (sum(sum(p.cpu_times()[:2]) for p in others) - o0) / quanta
-    failed = sched.counters.failed_commands
+    failed = sched.telemetry.counters.failed_commands
     pool.close()
     return {
         "n": n, "policy": policy, "relays": len(relays), "other_cpu": other_cpu, "plan": plan_s,

@@ -21,11 +21,11 @@ from common.keys import read_key, read_user_keys
 from common.names import cluster_state_path
 from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster, relays_from_cluster
 from controller.flags import MAX_LEAD_MS, SCHEME_FLAGS, add_daemon_flags, cdc_policies
+from controller.launchenv import net_env
 from controller.nodes import NodeInfo
 from controller.operator import MIN_QUANTUM
 from controller.policies.base import PolicyError
 from controller.policies.registry import lookup, make_policy, parse_params
-from controller.quantum import net_env
 from controller.relaypool import RelayInfo
 
 PROG = "controller"

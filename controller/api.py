@@ -22,7 +22,7 @@ from controller.checkpoint import CheckpointError
 from controller.jobs import ENDED_STATES, RequestError, SpecError
 from controller.operator import ConfigError
 from controller.policies.base import PolicyError
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 
 log = logging.getLogger("controller.api")
 
@@ -117,9 +117,9 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             raise ApiError('submit: missing args.spec, e.g. {"size": 2, "argv": ["./prog"]}')
         return {"job_id": s.submit(args["spec"], user, operator)}
     if op == "jobs":
-        return s.records(now, bool(args.get("all", False)))
+        return s.table.records(now, bool(args.get("all", False)))
     if op == "job":
-        return s.record(args.get("job_id"), now)
+        return s.table.record(args.get("job_id"), now)
     if op == "matrix":
         return s.matrix_view()
     if op == "slice":
@@ -140,7 +140,8 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
     if op == "config":
         return s.cfg.to_dict()
     if op == "status":
-        skew = s.skew_percentiles()
+        t = s.telemetry
+        skew = t.skew_percentiles()
         out = {
             "policy": s.policy_name,
             "family": s.family,
@@ -148,17 +149,17 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             **s.fam.describe(),
             "nodes": [n.name for n in s.nodes],
             "agents": s.pool.connected(),
-            "nodes_unreachable": s.unreachable_nodes(),
-            "rejoins": list(s.rejoins),
-            "quanta": s.counters.quanta,
+            "nodes_unreachable": s.round.unreachable(),
+            "rejoins": list(s.rejoins.reports),
+            "quanta": t.counters.quanta,
             "skew_p50_s": skew["p50"],
             "skew_p99_s": skew["p99"],
             "queue_length": s.queue_length(),
-            "matching_success_ratio": s.matching_success_ratio(),
+            "matching_success_ratio": t.matching_success_ratio(),
             # Wiseman & Feitelson 2003 Fig. 7 bottom: share of quanta each slot was used as a
             # partner
-            "slot_partner_ratio": {str(k): v for k, v in s.slot_matched_ratio().items()},
-            "cluster_cpu_utilization": s.counters.utilization,
+            "slot_partner_ratio": {str(k): v for k, v in t.slot_matched_ratio().items()},
+            "cluster_cpu_utilization": t.counters.utilization,
         }
         out.update(ctx.daemon.status_extra())
         if args.get("memory") is True:
@@ -170,7 +171,7 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             types = Counter(type(o).__qualname__ for o in objs)
             del objs
             out["python_object_types"] = dict(types.most_common(40))
-            out["jobs_in_system"] = sum(j.state not in ENDED_STATES for j in s.jobs.values())
+            out["jobs_in_system"] = sum(j.state not in ENDED_STATES for j in s.table.jobs.values())
         return out
     if op == "checkpoint":
         return {"path": ctx.daemon.write_checkpoint()}
@@ -189,7 +190,7 @@ def _slice(s: Scheduler, args: dict[str, Any]) -> Any:
     from controller.slice import slice_matrix
 
     # "all the known jobs" (Gorda & Brooks 1991 §3): everything not ended, queued included.
-    known = {j.job_id: j.spec.size for j in s.jobs.values() if not j.ended}
+    known = {j.job_id: j.spec.size for j in s.table.jobs.values() if not j.ended}
     try:
         return slice_matrix(len(s.nodes), known, size).to_dict()
     except ValueError as e:

@@ -47,8 +47,8 @@ from controller.archive import JobArchive
 from controller.metrics import ControllerMetrics
 from controller.nodes import RECONNECT_EVERY, AgentPool, NodeInfo
 from controller.operator import OperatorConfig
-from controller.quantum import Scheduler
 from controller.relaypool import RelayInfo, RelayPool
+from controller.scheduler import Scheduler
 from controller.server import Server, user_exists
 
 log = logging.getLogger("controller")
@@ -213,9 +213,11 @@ class Daemon:
         return archive
 
     def status_extra(self) -> dict[str, Any]:
-        skew = self.sched.skew_percentiles()
+        t = self.sched.telemetry
+        table = self.sched.table
+        skew = t.skew_percentiles()
         lead = self.lead_s()
-        c = self.sched.counters
+        c = t.counters
         return {
             "skew_p99_s": skew["p99"],
             "switch_mode": "time-triggered" if lead > 0 else "immediate",
@@ -224,14 +226,14 @@ class Daemon:
             "late_plans": c.late_plans,
             "missed_boundaries": c.missed_boundaries,
             "failed_commands": c.failed_commands,
-            **self.sched.switch_percentiles(),
+            **t.switch_percentiles(),
             "failsafe": "agents thaw all jobs after their fail-safe timeout without us",
             "checkpoint": self.last_checkpoint,
             "checkpoint_error": self.last_checkpoint_error,
             "reconcile": self.reconcile_report,
-            "jobs_in_memory": len(self.sched.jobs),
-            "jobs_archived": sum(self.sched.archived_counts.values()),
-            "job_archive": self.sched.archive.path if self.sched.archive else None,
+            "jobs_in_memory": len(table.jobs),
+            "jobs_archived": sum(table.archived_counts.values()),
+            "job_archive": table.archive.path if table.archive else None,
             "pid": os.getpid(),
         }
 
@@ -261,12 +263,12 @@ class Daemon:
                 self.pool.unreachable_line(missing),
                 RECONNECT_EVERY,
             )
-        self.sched.archive = self._open_archive(payload is not None)
-        self.sched.keep_ended = self.cfg.keep_ended
+        self.sched.table.archive = self._open_archive(payload is not None)
+        self.sched.table.keep_ended = self.cfg.keep_ended
         if payload is not None:
             self.sched.restore(payload)
             self.reconcile_report = self.sched.reconcile()
-            log.info("restored %d job(s) from %s", len(self.sched.jobs), self.cfg.checkpoint)
+            log.info("restored %d job(s) from %s", len(self.sched.table.jobs), self.cfg.checkpoint)
         if self.cfg.metrics is not None:
             try:
                 self.metrics.serve(*self.cfg.metrics)
@@ -372,7 +374,7 @@ class Daemon:
         if nxt <= now:
             # The round ran past the next boundary: stay on the grid, skip whole quanta.
             skipped = math.floor((now - nxt) / q) + 1
-            self.sched.counters.missed_boundaries += skipped
+            self.sched.telemetry.counters.missed_boundaries += skipped
             log.warning(
                 "quantum round overran by %.1f ms: %d boundary(ies) skipped",
                 (now - nxt) * 1e3,

@@ -1,4 +1,4 @@
-"""Prometheus exporter of the controller (ARCHITECTURE.md, "Metrics").
+"""Prometheus exporter of the controller (docs/monitoring.md; names in docs/architecture.md).
 
 One registry per process (never the global default, so tests can build
 several controllers in one interpreter). Gauges are refreshed from the
@@ -12,12 +12,13 @@ paired quanta / quanta, and the fraction of quanta each matrix row ran in.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from controller.jobs import CLASSES, STATES
-from controller.quantum import Scheduler
+from controller.jobtable import JobTable
+from controller.telemetry import Telemetry
 
 SKEW_BUCKETS = (
     1e-5,
@@ -34,6 +35,18 @@ SKEW_BUCKETS = (
     5e-2,
     1e-1,
 )
+
+
+class Source(Protocol):
+    """What the exporter reads from the scheduler (controller/scheduler.py)."""
+
+    @property
+    def table(self) -> JobTable: ...
+
+    @property
+    def telemetry(self) -> Telemetry: ...
+
+    def queue_length(self) -> int: ...
 
 
 class ControllerMetrics:
@@ -96,26 +109,26 @@ class ControllerMetrics:
             self._server.server_close()
             self._server = None
 
-    def update(self, s: Scheduler) -> None:
-        counts = s.job_counts()
+    def update(self, s: Source) -> None:
+        counts = s.table.job_counts()
         for state in STATES:
             for cls in CLASSES:
                 self.jobs.labels(state=state, **{"class": cls}).set(counts.get((state, cls), 0))
         self.queue.set(s.queue_length())
-        self.matching.set(s.matching_success_ratio())
-        for slot, ratio in s.slot_matched_ratio().items():
+        t = s.telemetry
+        self.matching.set(t.matching_success_ratio())
+        for slot, ratio in t.slot_matched_ratio().items():
             self.slot_matched.labels(slot=str(slot)).set(ratio)
-        for v in s.new_skews:
+        fresh = t.drain()
+        for v in fresh.skews:
             self.skew.observe(v)
-        s.new_skews.clear()
-        for v in s.new_thaw_skews:
+        for v in fresh.thaw_skews:
             self.thaw_skew.observe(v)
-        s.new_thaw_skews.clear()
-        if s.new_late:
-            self.late_plans.inc(s.new_late)
-            s.new_late = 0
-        self.utilization.set(s.counters.utilization)
-        new = s.counters.quanta - self._quanta_seen
+        if fresh.late_plans:
+            self.late_plans.inc(fresh.late_plans)
+        c = t.counters
+        self.utilization.set(c.utilization)
+        new = c.quanta - self._quanta_seen
         if new > 0:
             self.quanta.inc(new)
-            self._quanta_seen = s.counters.quanta
+            self._quanta_seen = c.quanta

@@ -1,24 +1,42 @@
-"""The contract between the scheduler core and a family of policies."""
+"""The contract between the scheduler core and a family of policies.
+
+A family sees the core through :class:`Core`: the nodes, the job table, the
+agents (for the local scheme only), the clock, and three operations (start a
+job's ranks, end a job, hand a job to the policy). It never imports the
+scheduler (tests/unit/test_layout.py checks).
+"""
 
 from __future__ import annotations
 
-import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from controller.families.localscheme import Agents, LocalSchemes
 from controller.jobs import Job
+from controller.jobtable import JobTable
+from controller.nodes import NodeInfo
 from controller.policies.base import QuantumPlan
 
-if TYPE_CHECKING:
-    from controller.quantum import Scheduler
 
-log = logging.getLogger("controller.quantum")
+class Launch(Protocol):
+    def __call__(self, job: Job, nodes: list[str], *, start_frozen: bool) -> None: ...
 
-#: ``scheme`` of the local_policy request that hands a node back to the
-#: controller's quanta (docs/cdc.md).
-NO_SCHEME = "none"
+
+@dataclass(frozen=True)
+class Core:
+    """What a family may read and do; the scheduler builds it once."""
+
+    nodes: Sequence[NodeInfo]
+    node_index: Mapping[str, int]  # node name -> index in ``nodes``
+    table: JobTable  # read; ``withdraw`` is the one change a family makes to it
+    agents: Agents
+    mono: Callable[[], float]
+    launch: Launch  # start the job's ranks on these nodes (rank order)
+    end: Callable[[Job, str, str], None]  # end a job: state, reason
+    submit: Callable[[Job], None]  # hand a job to the policy
+    max_slots: Callable[[], int | None]  # the operator's setting now
 
 
 @dataclass
@@ -38,8 +56,10 @@ class Family(ABC):
     #: a heartbeat and CPU collector (batch, cdc) keep the immediate mode.
     switches_gangs = False
 
-    def __init__(self, sched: Scheduler) -> None:
-        self.s = sched
+    def __init__(self, core: Core, schemes: LocalSchemes | None = None) -> None:
+        self.core = core
+        # The agents' local scheme (docs/cdc.md): passed on from the family a restore replaces.
+        self.schemes = schemes or LocalSchemes(core.agents, core.nodes)
 
     @property
     @abstractmethod
@@ -91,9 +111,4 @@ class Family(ABC):
     def agent_connected(self, node: str, hello: Mapping[str, Any]) -> None:
         """An agent (re)connected. Families without a local scheme hand back a node
         that a previous controller left running one (its status says which)."""
-        st = self.s.pool.status(node)
-        cdc = st.get("cdc") if st else None
-        scheme = cdc.get("scheme") if isinstance(cdc, dict) else None
-        if scheme not in (None, NO_SCHEME):
-            log.info("agent %s still runs local scheme %s: handing it back to quanta", node, scheme)
-            self.s.tell_agent(node, self.s.local_policy_request(node, NO_SCHEME), hello)
+        self.schemes.hand_back(node, hello)

@@ -4,11 +4,11 @@ The policy (controller/policies/spaceshare.py) says which queued job starts
 and on which nodes; the job is launched thawed there and runs to completion.
 Every quantum lists every running job as runnable with the default weight:
 the quantum command stays the heartbeat and brings back CPU time, while the
-agents, told the scheme by the ``local_policy`` request (docs/cdc.md), own
-the weights and make the boost decisions themselves. The request goes to
-every agent when the family starts and again whenever one (re)connects;
-an agent that refuses it is logged once and left to its own scheduling (the
-jobs there then see LOCAL behaviour).
+agents, told the scheme by the ``local_policy`` request (docs/cdc.md;
+controller/families/localscheme.py), own the weights and make the boost
+decisions themselves. The request goes to every agent when the family starts
+and again whenever one (re)connects; an agent that refuses it is logged once
+and left to its own scheduling (the jobs there then see LOCAL behaviour).
 
 ``rows()`` shows MPL rows: row *k* holds the *k*-th job started on each node
 still running there, so ``cosched matrix`` shows what shares each node.
@@ -17,34 +17,34 @@ still running there, so ``cosched matrix`` shows what shares each node.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from common.cgroups import DEFAULT_WEIGHT
-from controller.families.base import Family, Plan
+from controller.families.base import Core, Family, Plan
+from controller.families.localscheme import LocalSchemes
 from controller.jobs import STANDBY, Job, RequestError
 from controller.policies.base import PolicyError, SpaceSharePolicy
 
-if TYPE_CHECKING:
-    from controller.quantum import Scheduler
-
 
 class CdcFamily(Family):
-    def __init__(self, sched: Scheduler, policy: SpaceSharePolicy) -> None:
-        super().__init__(sched)
+    def __init__(
+        self, core: Core, policy: SpaceSharePolicy, schemes: LocalSchemes | None = None
+    ) -> None:
+        super().__init__(core, schemes)
         self.policy = policy
-        for node, up in sched.pool.connected().items():
+        for node, up in core.agents.connected().items():
             if up:
-                self._configure(node, sched.pool.agent_info(node), again=False)
+                self._configure(node, core.agents.agent_info(node), again=False)
 
     # ---- the agents' local scheme ------------------------------------------------
     def _request(self, node: str) -> dict[str, Any]:
-        return self.s.local_policy_request(node, self.policy.scheme, self.policy.mpl)
+        return self.schemes.request(node, self.policy.scheme, self.policy.mpl)
 
     def _configure(self, node: str, hello: Mapping[str, Any], *, again: bool) -> None:
         data = self._request(node)
-        if not again and self.s.local_sent.get(node) == data:
+        if not again and self.schemes.sent.get(node) == data:
             return  # a new family on the same connection (restore): already told
-        self.s.tell_agent(node, data, hello)
+        self.schemes.tell(node, data, hello)
 
     def agent_connected(self, node: str, hello: Mapping[str, Any]) -> None:
         self._configure(node, hello, again=True)
@@ -57,7 +57,7 @@ class CdcFamily(Family):
             "tick_ms": sch.tick_ms,
             "spin_us": sch.spin_us,
             "boost": sch.boost,
-            "local_policy": {n.name: self.s.local_state.get(n.name, "-") for n in self.s.nodes},
+            "local_policy": {n.name: self.schemes.state.get(n.name, "-") for n in self.core.nodes},
         }
 
     # ---- scheduling ----------------------------------------------------------------
@@ -71,21 +71,23 @@ class CdcFamily(Family):
 
     def _running(self) -> dict[int, tuple[int, ...]]:
         out: dict[int, tuple[int, ...]] = {}
-        for jid in self.s.in_policy:
+        t = self.core.table
+        for jid in t.in_policy:
             where = self.policy.placement(jid)
-            if where is not None and self.s.jobs[jid].active:
+            if where is not None and t.jobs[jid].active:
                 out[jid] = where
         return out
 
     def plan(self, now: float) -> Plan:
-        s = self.s
+        c = self.core
         for req in self.policy.schedule(now):
             where = self.policy.placement(req.job_id)
             assert where is not None  # schedule() placed it
-            s.launch(s.jobs[req.job_id], [s.nodes[i].name for i in where], start_frozen=False)
+            job = c.table.jobs[req.job_id]
+            c.launch(job, [c.nodes[i].name for i in where], start_frozen=False)
         running = self._running()
         return Plan(
-            runnable={j: [s.nodes[i].name for i in ns] for j, ns in sorted(running.items())},
+            runnable={j: [c.nodes[i].name for i in ns] for j, ns in sorted(running.items())},
             weights=dict.fromkeys(running, DEFAULT_WEIGHT),
         )
 
@@ -95,10 +97,10 @@ class CdcFamily(Family):
         return [[js[k] if k < len(js) else None for js in per] for k in range(depth)]
 
     def readopt(self, started: list[Job]) -> None:
-        s = self.s
+        c = self.core
         for job in started:
-            s.policy_submit(job)
-            nodes = tuple(s.node_index[n] for n in job.nodes)  # rank order
+            c.submit(job)
+            nodes = tuple(c.node_index[n] for n in job.nodes)  # rank order
             try:
                 self.policy.pin(job.job_id, nodes)
             except PolicyError as e:

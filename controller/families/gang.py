@@ -4,23 +4,20 @@ jobs launched frozen."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from controller import classes
-from controller.families.base import Family, Plan
+from controller.families.base import Core, Family, Plan
+from controller.families.localscheme import LocalSchemes
 from controller.jobs import QUEUED, Job, RequestError
 from controller.policies.base import GangPolicy, PolicyError, QuantumPlan
-
-if TYPE_CHECKING:
-    from controller.quantum import Scheduler
 
 
 class GangFamily(Family):
     # Every quantum thaws one row's gangs and freezes another's: worth synchronising.
     switches_gangs = True
 
-    def __init__(self, sched: Scheduler, policy: GangPolicy) -> None:
-        super().__init__(sched)
+    def __init__(self, core: Core, policy: GangPolicy, schemes: LocalSchemes | None = None) -> None:
+        super().__init__(core, schemes)
         self.policy = policy
 
     @property
@@ -29,40 +26,40 @@ class GangFamily(Family):
 
     def withdraw_outranked(self) -> None:
         """Take back jobs waiting inside the policy that a held job outranks."""
-        s = self.s
-        if not s.held:
+        c, t = self.core, self.core.table
+        if not t.held:
             return
-        best = min(classes.RANK[s.jobs[j].job_class] for j in s.held)
-        for jid in sorted(s.in_policy):
-            job = s.jobs[jid]
+        best = min(classes.RANK[t.jobs[j].job_class] for j in t.held)
+        for jid in sorted(t.in_policy):
+            job = t.jobs[jid]
             if job.state == QUEUED and classes.RANK[job.job_class] > best:
                 # finish() of a queued job only drops it from the policy's queue.
-                self.policy.finish(jid, s.mono())
-                s.in_policy.discard(jid)
-                s.held.append(jid)
+                self.policy.finish(jid, c.mono())
+                t.withdraw(jid)
 
     def after_hand_over(self) -> None:
         """Start (frozen) every job the policy has placed but we have not launched."""
-        s = self.s
-        for jid in sorted(s.in_policy):
-            job = s.jobs[jid]
+        c = self.core
+        for jid in sorted(c.table.in_policy):
+            job = c.table.jobs[jid]
             if job.state != QUEUED:
                 continue
             where = self.policy.placement(jid)
             if where is None:
                 continue
-            s.launch(job, [s.nodes[i].name for i in where[1]], start_frozen=True)
+            c.launch(job, [c.nodes[i].name for i in where[1]], start_frozen=True)
 
     def _placed(self) -> dict[int, tuple[int, ...]]:
         out: dict[int, tuple[int, ...]] = {}
-        for jid in self.s.in_policy:
+        t = self.core.table
+        for jid in t.in_policy:
             where = self.policy.placement(jid)
-            if where is not None and self.s.jobs[jid].active:
+            if where is not None and t.jobs[jid].active:
                 out[jid] = where[1]
         return out
 
     def plan(self, now: float) -> Plan:
-        s = self.s
+        c = self.core
         plan: QuantumPlan | None = None
         node_jobs: tuple[tuple[int, ...], ...] = ()
         # A row whose jobs the class rules hold back would run nothing: skip it
@@ -71,7 +68,7 @@ class GangFamily(Family):
             plan = self.policy.next_quantum(now)
             self.after_hand_over()
             placed = self._placed()
-            cls = {j: s.jobs[j].job_class for j in placed}
+            cls = {j: c.table.jobs[j].job_class for j in placed}
             # Only jobs we really launched can be listed to the agents.
             raw = plan.node_jobs
             if not placed.keys() >= set().union(*raw):
@@ -82,17 +79,13 @@ class GangFamily(Family):
         out = Plan(policy_plan=plan)
         for n, js in enumerate(node_jobs):
             for j in js:
-                out.runnable.setdefault(j, []).append(s.nodes[n].name)
+                out.runnable.setdefault(j, []).append(c.nodes[n].name)
         out.weights = dict(plan.weights) if plan is not None else {}
-        if plan is not None and plan.slot is not None:
-            s.counters.planned_quanta += 1
-            if plan.partner is not None:
-                s.counters.paired_quanta += 1
-                s.slot_runs[plan.partner] += 1
         return out
 
     def observe(self, utilization: Mapping[int, float]) -> None:
-        self.policy.observe({j: u for j, u in utilization.items() if j in self.s.in_policy})
+        mine = self.core.table.in_policy
+        self.policy.observe({j: u for j, u in utilization.items() if j in mine})
 
     def rows(self) -> list[list[int | None]]:
         return self.policy.matrix_view()
@@ -104,19 +97,19 @@ class GangFamily(Family):
         return self.policy.snapshot()
 
     def readopt(self, started: list[Job]) -> None:
-        s = self.s
+        c = self.core
         # They all ran before: room must be found whatever max_slots says now.
         self.policy.set_max_slots(None)
         try:
             for job in started:
-                s.policy_submit(job)
-                nodes = tuple(sorted(s.node_index[n] for n in job.nodes))
+                c.submit(job)
+                nodes = tuple(sorted(c.node_index[n] for n in job.nodes))
                 try:
                     self.policy.pin(job.job_id, nodes)
                 except PolicyError as e:
                     raise RequestError(f"restore: cannot pin job {job.job_id}: {e}") from e
         finally:
-            self.policy.set_max_slots(s.cfg.max_slots)
+            self.policy.set_max_slots(c.max_slots())
 
     def restore(self, history: Mapping[int, tuple[float, ...]]) -> None:
         self.policy.restore(history)

@@ -1,6 +1,6 @@
 """The contract every scheduling policy fulfils.
 
-Policies are pure (ARCHITECTURE.md, "Policies are pure"): they are fed events
+Policies are pure (docs/architecture.md, "Policies are pure"): they are fed events
 (a job submitted, a job ended, a quantum ended with the CPU utilization each
 job showed) and asked for decisions. They read no clock, open no socket and
 touch no file, so the live controller and the simulator drive the same objects
@@ -150,7 +150,7 @@ class SpaceSharePolicy(BatchPolicy):
 
 @dataclass(frozen=True, slots=True)
 class QuantumPlan:
-    """What runs during one quantum (ARCHITECTURE.md, "A quantum command").
+    """What runs during one quantum (docs/architecture.md, "A quantum command").
 
     ``node_jobs[n]`` is the tuple of job ids left runnable on node ``n``; every
     other job on that node is frozen. Strict gang leaves at most one job per

@@ -343,8 +343,8 @@ class AgentDriver:
     def __init__(self, state: dict[str, Any], first_id: int, quantum: float = 0.2) -> None:
         from common.keys import read_key
         from controller.daemon import nodes_from_cluster
+        from controller.launchenv import job_port, net_env
         from controller.nodes import AgentPool
-        from controller.quantum import job_port, net_env
 
         self.nodes = nodes_from_cluster(state)
         key_file = state.get("key_file")

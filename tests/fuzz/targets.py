@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from agent import wire
 from controller.api import Caller, Context, handle
 from controller.jobs import SpecError, parse_spec
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 from testbed.experiment.spec import SpecError as ExperimentSpecError
 from testbed.experiment.spec import load_any
 from testbed.sim.workloads.swf import SwfError, read_swf
@@ -141,7 +141,7 @@ def api_request() -> st.SearchStrategy[Any]:
 
 
 def api_target(request: Any) -> str:
-    if not _CTX or len(_CTX[0].sched.jobs) > 500:  # a fresh table now and then
+    if not _CTX or len(_CTX[0].sched.table.jobs) > 500:  # a fresh table now and then
         _CTX[:] = [_ctx()]
     # the unix socket's line: what reaches handle() is what json.loads gives
     request = json.loads(json.dumps(request))

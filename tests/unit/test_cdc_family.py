@@ -11,7 +11,8 @@ import pytest
 
 from controller import checkpoint as ckpt
 from controller.families import CdcFamily
-from controller.quantum import Scheduler, net_env
+from controller.launchenv import net_env
+from controller.scheduler import Scheduler
 from tests.unit.controller_fakes import FakePool
 from tests.unit.test_controller_core import Clock, step
 
@@ -37,14 +38,14 @@ def test_jobs_launch_thawed_and_share_the_nodes_up_to_the_mpl() -> None:
     a, b, c = (s.submit(job(), "alice") for _ in range(3))
     step(s, clock)
     assert {x["start_frozen"] for x in pool.launched} == {False}
-    assert s.jobs[a].state == "running" and s.jobs[b].state == "running"
-    assert s.jobs[c].state == "queued"  # both nodes hold 2 jobs: the MPL
+    assert s.table.jobs[a].state == "running" and s.table.jobs[b].state == "running"
+    assert s.table.jobs[c].state == "queued"  # both nodes hold 2 jobs: the MPL
     # Every running job is runnable on every node it has, with the default weight.
     assert pool.commands[-1] == {"n0": {str(a): 100, str(b): 100}, "n1": {str(a): 100, str(b): 100}}
     assert s.fam.rows() == [[a, a], [b, b]]
     pool.exit(a)
     step(s, clock, 2)
-    assert s.jobs[a].state == "done" and s.jobs[c].state == "running"
+    assert s.table.jobs[a].state == "done" and s.table.jobs[c].state == "running"
     assert s.fam.rows() == [[b, b], [c, c]]  # row k = the k-th job on each node
 
 
@@ -52,10 +53,10 @@ def test_batch_runs_one_job_per_node() -> None:
     s, pool, clock = make("batch")
     a, b = s.submit(job(), "alice"), s.submit(job(1), "bob")
     step(s, clock)
-    assert s.jobs[a].state == "running" and s.jobs[b].state == "queued"
+    assert s.table.jobs[a].state == "running" and s.table.jobs[b].state == "queued"
     pool.exit(a)
     step(s, clock, 2)
-    assert s.jobs[b].state == "running"
+    assert s.table.jobs[b].state == "running"
 
 
 def test_rows_with_uneven_loads_and_the_matrix_view() -> None:
@@ -104,7 +105,7 @@ def test_an_agent_that_refuses_is_logged_once_and_scheduling_goes_on(
     assert s.fam.describe()["local_policy"]["n0"].startswith("refused: unknown message type")
     a = s.submit(job(), "alice")
     step(s, clock, 2)
-    assert s.jobs[a].state == "running"  # the jobs run all the same
+    assert s.table.jobs[a].state == "running"  # the jobs run all the same
     sent = len(pool.local_requests)
     pool.reconnect("n0")  # the same agent process: not asked again
     assert len(pool.local_requests) == sent
@@ -204,8 +205,8 @@ def test_restart_readopts_running_jobs_where_they_run(tmp_path: Path) -> None:
     assert {j: s2.policy.placement(j) for j in ids} == before  # type: ignore[union-attr]
     assert s2.fam.rows() == s.fam.rows()
     step(s2, clock)
-    assert {j for j in ids if s2.jobs[j].state == "running"} == {
-        j for j in ids if s.jobs[j].state == "running"
+    assert {j for j in ids if s2.table.jobs[j].state == "running"} == {
+        j for j in ids if s.table.jobs[j].state == "running"
     }
 
 

@@ -18,7 +18,7 @@ from agent import wire
 from agent.client import AgentClient, AgentError
 from controller.api import Caller, Context, handle
 from controller.client import ControllerClient, ControllerError, ControllerUnavailable
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 from controller.server import MAX_LINE, Server
 from tests.unit.controller_fakes import FakePool
 from tests.unit.test_controller_core import BUSY, Clock
@@ -134,7 +134,7 @@ def test_unix_channel_uses_peer_uid(served: tuple[Server, Context], tmp_path: Pa
     _srv, c = served
     with ControllerClient(str(tmp_path / "controller.sock"), retry=2) as cl:
         jid = cl.request("submit", spec=dict(BUSY, name="x"), user="mallory")["job_id"]
-        assert c.sched.jobs[jid].user == getpass.getuser()  # the 'user' arg is ignored
+        assert c.sched.table.jobs[jid].user == getpass.getuser()  # the 'user' arg is ignored
         with pytest.raises(ControllerError, match="unknown op"):
             cl.request("nope")
 
@@ -144,7 +144,7 @@ def test_tcp_channel_authenticated_and_forgery_refused(served: tuple[Server, Con
     addr = srv.tcp_address
     with ControllerClient(tcp=addr, key=KEY, user="alice", retry=2) as cl:
         jid = cl.request("submit", spec=BUSY)["job_id"]
-    assert c.sched.jobs[jid].user == "alice"
+    assert c.sched.table.jobs[jid].user == "alice"
     # wrong key: the hello is refused and the connection closed
     with pytest.raises(ControllerError, match=r"refused|bad_mac"):
         ControllerClient(tcp=addr, key=b"x" * 32, user="alice", retry=0.5).request("jobs")
@@ -167,7 +167,7 @@ def test_tcp_channel_authenticated_and_forgery_refused(served: tuple[Server, Con
         ag2.poll(1.0)
         ag2.poll(1.0)
     ag2.close()
-    assert [j.user for j in c.sched.jobs.values()] == ["alice"]
+    assert [j.user for j in c.sched.table.jobs.values()] == ["alice"]
     # the server still serves
     with ControllerClient(tcp=addr, key=KEY, user="alice", retry=2) as cl:
         assert len(cl.request("jobs")) == 1
@@ -262,7 +262,7 @@ def test_per_user_keys_make_the_server_decide_the_user(served: tuple[Server, Con
         assert ag is not None
         reply = ag.request("request", {"op": "submit", "args": {"spec": BUSY}, "user": "root"})
         jid2 = reply.data["result"]["job_id"]
-    assert c.sched.jobs[jid].user == "alice" and c.sched.jobs[jid2].user == "alice"
+    assert c.sched.table.jobs[jid].user == "alice" and c.sched.table.jobs[jid2].user == "alice"
     # bob cannot kill alice's job
     with (
         ControllerClient(tcp=addr, key=BOB_KEY, user="bob", retry=2) as cl,
@@ -273,7 +273,7 @@ def test_per_user_keys_make_the_server_decide_the_user(served: tuple[Server, Con
     for key, user in ((BOB_KEY, "alice"), (KEY, "alice"), (KEY, "root"), (ALICE_KEY, "eve")):
         with pytest.raises(ControllerError, match=r"refused|bad_mac|credential"):
             ControllerClient(tcp=addr, key=key, user=user, retry=0.3).request("jobs")
-    assert {j.user for j in c.sched.jobs.values()} == {"alice"}
+    assert {j.user for j in c.sched.table.jobs.values()} == {"alice"}
 
 
 def test_user_keys_directory_is_checked(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from controller import checkpoint as ckpt
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 from tests.unit.controller_fakes import FakePool
 from tests.unit.test_controller_core import BUSY, Clock, step
 
@@ -58,29 +58,29 @@ def test_restore_loses_no_job_and_keeps_placement(tmp_path: Path, policy: str) -
     step(s, clock)
     path = str(tmp_path / "c.json")
     ckpt.write(path, s.to_payload())
-    before = {j: (x.state, x.nodes, x.cpu_ns, x.job_class) for j, x in s.jobs.items()}
+    before = {j: (x.state, x.nodes, x.cpu_ns, x.job_class) for j, x in s.table.jobs.items()}
 
     s2 = _sched(policy, pool, clock)
     s2.restore(ckpt.read(path))
     report = s2.reconcile()
-    assert set(s2.jobs) == set(before)
-    for j, x in s2.jobs.items():
+    assert set(s2.table.jobs) == set(before)
+    for j, x in s2.table.jobs.items():
         assert (x.nodes, x.cpu_ns, x.job_class) == before[j][1:]
     if policy != "easy":
-        for j, x in s2.jobs.items():
+        for j, x in s2.table.jobs.items():
             if x.active:
                 where = s2.policy.placement(j)  # type: ignore[union-attr]
                 assert where is not None
                 assert [s2.nodes[i].name for i in where[1]] == x.nodes
-    assert s2.next_id == s.next_id
+    assert s2.table.next_id == s.table.next_id
     assert not report["orphans"]
     if policy == "paired-gang":
         p1, p2 = s.policy.predictor, s2.policy.predictor  # type: ignore[union-attr]
-        for j in s2.in_policy:
+        for j in s2.table.in_policy:
             assert p2.history(j) == p1.history(j)
     step(s2, clock, 4)
     new = s2.submit({"size": 1, "argv": ["x"]}, "dave")
-    assert new == s.next_id
+    assert new == s.table.next_id
 
 
 def test_reconcile_records_jobs_that_ended_meanwhile(tmp_path: Path) -> None:
@@ -96,8 +96,8 @@ def test_reconcile_records_jobs_that_ended_meanwhile(tmp_path: Path) -> None:
     s2 = _sched("gang", pool, clock)
     s2.restore(payload)
     report = s2.reconcile()
-    assert s2.jobs[a].state == "done" and s2.jobs[a].exit_code == 0
-    assert b in report["ended"] or s2.jobs[b].ended or b in report["adopted"]
+    assert s2.table.jobs[a].state == "done" and s2.table.jobs[a].exit_code == 0
+    assert b in report["ended"] or s2.table.jobs[b].ended or b in report["adopted"]
 
 
 def test_restore_refuses_other_policy(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ import pytest
 from controller import classes
 from controller.jobs import RequestError, SpecError, parse_spec
 from controller.operator import ConfigError, OperatorConfig
-from controller.quantum import Scheduler, command_skew_s, job_utilization
+from controller.quantum import job_utilization
+from controller.scheduler import Scheduler
+from controller.telemetry import command_skew_s
 from tests.unit.controller_fakes import FakePool
 
 
@@ -75,7 +77,7 @@ def test_strict_gang_lifecycle_and_env() -> None:
     s, pool, clock = make()
     a = s.submit(BUSY, "alice")
     b = s.submit(BUSY, "bob")
-    assert s.jobs[a].state == "frozen"  # launched frozen, placed in row 0
+    assert s.table.jobs[a].state == "frozen"  # launched frozen, placed in row 0
     step(s, clock, 4)
     # strict gang: one job per node per quantum, alternating
     for cmd in pool.commands:
@@ -90,14 +92,14 @@ def test_strict_gang_lifecycle_and_env() -> None:
     assert env[0]["COSCHED_PORT"] == str(20000 + a % 12000)
     # every rank runs as its submitter (agent/runas.py)
     assert {(x["job_id"], x["user"]) for x in pool.launched} == {(str(a), "alice"), (str(b), "bob")}
-    assert s.jobs[a].cpu_ns > 0 and s.jobs[b].cpu_ns > 0
+    assert s.table.jobs[a].cpu_ns > 0 and s.table.jobs[b].cpu_ns > 0
     pool.exit(a, 0)
     step(s, clock)
-    assert s.jobs[a].state == "done" and s.jobs[a].exit_code == 0
-    assert s.jobs[a].end_time is not None and s.jobs[a].wall_s(clock.t) > 0
+    assert s.table.jobs[a].state == "done" and s.table.jobs[a].exit_code == 0
+    assert s.table.jobs[a].end_time is not None and s.table.jobs[a].wall_s(clock.t) > 0
     pool.exit(b, 3, nodes=["n1"])
     step(s, clock)
-    assert s.jobs[b].state == "failed" and s.jobs[b].exit_code == 3
+    assert s.table.jobs[b].state == "failed" and s.table.jobs[b].exit_code == 3
     assert ("n0", str(b)) in pool.killed  # the surviving rank is killed
 
 
@@ -107,26 +109,26 @@ def test_kill_queued_and_running() -> None:
     s.cfg.max_slots = 1
     s.apply_config()
     b = s.submit(BUSY, "alice")
-    assert s.jobs[b].state == "queued"
+    assert s.table.jobs[b].state == "queued"
     with pytest.raises(RequestError, match="belongs to 'alice'"):
         s.kill(b, "mallory", operator=False)
     assert s.kill(b, "alice", operator=False) == "killed"
     assert s.kill(a, "root", operator=True) == "killed"
     assert {("n0", str(a)), ("n1", str(a))} <= set(pool.killed)
     step(s, clock)
-    assert s.jobs[a].state == "killed"
+    assert s.table.jobs[a].state == "killed"
 
 
 def test_launch_failure_fails_the_job_and_frees_the_matrix() -> None:
     s, pool, clock = make()
     pool.fail_launch_on = "n1"
     a = s.submit(BUSY, "alice")
-    assert s.jobs[a].state == "failed" and "could not start on n1" in s.jobs[a].reason
+    assert s.table.jobs[a].state == "failed" and "could not start on n1" in s.table.jobs[a].reason
     assert ("n0", str(a)) in pool.killed
     pool.fail_launch_on = None
     b = s.submit(BUSY, "alice")
     step(s, clock)
-    assert s.jobs[b].state == "running"
+    assert s.table.jobs[b].state == "running"
 
 
 # ---- classes ---------------------------------------------------------------------
@@ -140,12 +142,12 @@ def test_interactive_served_first_then_demoted() -> None:
     inter = s.submit(dict(BUSY, **{"class": "interactive"}), "bob")
     pool.exit(first)
     step(s, clock)
-    assert s.jobs[inter].state == "running"  # overtook the earlier production job
-    assert s.jobs[prod].state == "queued"
+    assert s.table.jobs[inter].state == "running"  # overtook the earlier production job
+    assert s.table.jobs[prod].state == "queued"
     step(s, clock, 5)
-    assert s.jobs[inter].job_class == "production"  # demoted after the limit
+    assert s.table.jobs[inter].job_class == "production"  # demoted after the limit
     assert s.set_class(inter, "interactive", "bob", operator=False) == "interactive"
-    assert s.jobs[inter].promotions == 1
+    assert s.table.jobs[inter].promotions == 1
 
 
 def test_standby_runs_only_on_idle_nodes() -> None:
@@ -154,12 +156,12 @@ def test_standby_runs_only_on_idle_nodes() -> None:
     prod = s.submit({"size": 1, "argv": ["x"]}, "alice")
     step(s, clock, 4)
     # the standby job's node also holds the production job in another row
-    placed_sb = s.jobs[sb].nodes
-    if placed_sb == s.jobs[prod].nodes:
+    placed_sb = s.table.jobs[sb].nodes
+    if placed_sb == s.table.jobs[prod].nodes:
         assert all(str(sb) not in c[placed_sb[0]] for c in pool.commands)
     pool.exit(prod)
     step(s, clock, 3)
-    assert str(sb) in pool.commands[-1][s.jobs[sb].nodes[0]]
+    assert str(sb) in pool.commands[-1][s.table.jobs[sb].nodes[0]]
 
 
 def test_filter_plan_benchmark_alone_and_standby_idle() -> None:
@@ -191,9 +193,9 @@ def test_paired_gang_pairs_io_with_compute() -> None:
     pool.busy[str(cpu)] = 0.9  # barriers keep a compute job just under 100 %
     step(s, clock, 15)
     assert any(len(c["n0"]) == 2 for c in pool.commands[-5:])
-    assert s.matching_success_ratio() > 0
-    assert s.last_utilization or s.counters.quanta
-    assert s.jobs[cpu].cpu_ns > s.jobs[io].cpu_ns > 0
+    assert s.telemetry.matching_success_ratio() > 0
+    assert s.last_utilization or s.telemetry.counters.quanta
+    assert s.table.jobs[cpu].cpu_ns > s.table.jobs[io].cpu_ns > 0
 
 
 # ---- operator ------------------------------------------------------------------------
@@ -239,7 +241,7 @@ def test_skew_from_applied_instants() -> None:
     pool.skew_ns = 40_000
     s.submit(BUSY, "alice")
     step(s, clock, 3)
-    assert s.skew_percentiles()["p99"] == pytest.approx(80e-6)
+    assert s.telemetry.skew_percentiles()["p99"] == pytest.approx(80e-6)
 
 
 def test_utilization_fed_to_paired_predictor() -> None:
@@ -255,11 +257,11 @@ def test_batch_runs_thawed_to_completion() -> None:
     a = s.submit(BUSY, "alice")
     b = s.submit({"size": 1, "argv": ["x"]}, "bob")
     step(s, clock)
-    assert s.jobs[a].state == "running" and s.jobs[b].state == "queued"
+    assert s.table.jobs[a].state == "running" and s.table.jobs[b].state == "queued"
     assert all(not x["start_frozen"] for x in pool.launched)
     pool.exit(a)
     step(s, clock, 2)
-    assert s.jobs[a].state == "done" and s.jobs[b].state == "running"
+    assert s.table.jobs[a].state == "done" and s.table.jobs[b].state == "running"
 
 
 def test_metrics_exported_under_contract_names() -> None:
@@ -323,7 +325,7 @@ def test_a_node_that_keeps_failing_is_logged_once_per_interval(
         step(s, clock, quanta)
         down["on"] = False
         step(s, clock, 2)
-    assert s.counters.failed_commands == quanta  # every failure still counted
+    assert s.telemetry.counters.failed_commands == quanta  # every failure still counted
     warned = [r for r in caplog.records if "on n1: agent n1 is not connected" in r.getMessage()]
     assert len(warned) == 3, [r.getMessage() for r in warned]  # at 0, 30 and 60 s
     assert "failed quanta so far" in warned[1].getMessage()
@@ -335,7 +337,7 @@ def test_run_as_is_for_operators_only_and_reaches_the_launch() -> None:
     spec = {"size": 1, "argv": ["x"], "run_as": "root"}
     with pytest.raises(SpecError, match="only operators may run a job as another user"):
         s.submit(spec, "alice")
-    assert s.jobs == {}  # nothing queued
+    assert s.table.jobs == {}  # nothing queued
     # naming oneself is allowed for anyone (it changes nothing)
     mine = s.submit({**spec, "run_as": "alice"}, "alice")
     ops = s.submit({**spec, "run_as": "root"}, "ops", operator=True)
@@ -343,7 +345,7 @@ def test_run_as_is_for_operators_only_and_reaches_the_launch() -> None:
     step(s, clock, 3)
     users = {x["job_id"]: x["user"] for x in pool.launched}
     assert users == {str(mine): "alice", str(ops): "root", str(plain): "root"}
-    rec = s.jobs[ops].record(clock())
+    rec = s.table.jobs[ops].record(clock())
     assert rec["user"] == "ops" and rec["run_as"] == "root"
     with pytest.raises(SpecError, match=r"spec\.run_as: want a user name"):
         s.submit({**spec, "run_as": "no body"}, "ops", operator=True)

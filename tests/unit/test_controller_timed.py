@@ -13,7 +13,7 @@ import pytest
 from controller.daemon import Daemon, DaemonConfig
 from controller.nodes import NodeInfo, QuantumResult
 from controller.operator import OperatorConfig
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 from tests.unit.controller_fakes import FakePool
 from tests.unit.test_controller_core import BUSY, Clock
 
@@ -34,16 +34,16 @@ def test_tick_passes_the_instant_and_accounts_the_acks_figures() -> None:
         clock.t += 0.1
         s.tick(at=1000.0 + k * 0.1)
     assert pool.ats == [1000.0, 1000.1, 1000.2, 1000.3]
-    assert s.counters.timed_quanta == 4 and s.counters.late_plans == 0
-    sw = s.switch_percentiles()
+    assert s.telemetry.counters.timed_quanta == 4 and s.telemetry.counters.late_plans == 0
+    sw = s.telemetry.switch_percentiles()
     assert sw["thaw_skew_p99_s"] == pytest.approx(40e-6)
     assert sw["lateness_p50_s"] == pytest.approx(30e-6)
     assert sw["freeze_confirm_p99_s"] == pytest.approx(0.0002)
     pool.late = True
     clock.t += 0.1
     s.tick(at=1000.4)
-    assert s.counters.late_plans == 2  # one per node
-    assert s.new_late == 2
+    assert s.telemetry.counters.late_plans == 2  # one per node
+    assert s.telemetry.drain().late_plans == 2  # what the exporter has not counted yet
 
 
 def test_utilization_feedback_is_the_same_in_both_modes() -> None:
@@ -151,7 +151,7 @@ def test_a_round_past_the_next_boundary_skips_whole_quanta(
     assert d._next_boundary(50.0, 0.02) == pytest.approx(50.1)  # on time
     now[0] = 50.25  # the round overran two boundaries
     assert d._next_boundary(50.0, 0.02) == pytest.approx(50.3)
-    assert d.sched.counters.missed_boundaries == 2
+    assert d.sched.telemetry.counters.missed_boundaries == 2
     assert d._next_boundary(50.0, 0.0) == pytest.approx(50.35)  # immediate: re-anchored
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import control_scale  # noqa: E402
 
 from controller.nodes import AgentPool, NodeInfo  # noqa: E402
-from controller.quantum import Scheduler  # noqa: E402
+from controller.scheduler import Scheduler  # noqa: E402
 
 
 def test_too_many_nodes_is_one_line_with_the_limit() -> None:
@@ -58,7 +58,7 @@ def test_64_emulated_nodes_switch_every_quantum(tmp_path: Path) -> None:
         pool.quantum = spy  # type: ignore[method-assign]
         for _ in range(12):
             sched.tick()
-        assert sched.counters.failed_commands == 0
+        assert sched.telemetry.counters.failed_commands == 0
         # from the third quantum on, every node thaws one wide job and freezes the other
         thawed = []
         for out in seen[3:]:

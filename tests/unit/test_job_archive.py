@@ -10,7 +10,7 @@ import pytest
 
 from controller.archive import ArchiveError, JobArchive
 from controller.jobs import RequestError
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 from tests.unit.controller_fakes import FakePool
 from tests.unit.test_controller_core import Clock, make, step
 
@@ -21,38 +21,38 @@ def _run_jobs(n: int) -> tuple[Scheduler, FakePool, Clock, list[int]]:
     for _ in range(200):
         step(s, clock)
         for j in ids:
-            if s.jobs[j].active:
+            if s.table.jobs[j].active:
                 pool.exit(j, 0)
-        if all(s.jobs[j].ended for j in ids):
+        if all(s.table.jobs[j].ended for j in ids):
             break
     return s, pool, clock, ids
 
 
 def test_old_ended_jobs_move_to_the_archive_and_are_still_found(tmp_path: Path) -> None:
     s, _pool, clock, ids = _run_jobs(20)
-    s.archive = JobArchive(str(tmp_path / "jobs.jsonl"))
-    s.keep_ended = 5
-    assert s.prune_ended() == 15
-    assert len(s.jobs) == 5 and s.prune_ended() == 0
+    s.table.archive = JobArchive(str(tmp_path / "jobs.jsonl"))
+    s.table.keep_ended = 5
+    assert s.table.prune_ended(clock()) == 15
+    assert len(s.table.jobs) == 5 and s.table.prune_ended(clock()) == 0
     f = tmp_path / "jobs.jsonl"
     assert stat.S_IMODE(f.stat().st_mode) == 0o600
     assert len(f.read_text().splitlines()) == 15
     now = clock()
-    everything = s.records(now, True)
+    everything = s.table.records(now, True)
     assert [r["job_id"] for r in everything] == ids
     assert all(r["state"] == "done" and "ranks" not in r for r in everything)
-    assert [r["job_id"] for r in s.records(now, False)] == []
-    old = s.record(ids[0], now)
+    assert [r["job_id"] for r in s.table.records(now, False)] == []
+    old = s.table.record(ids[0], now)
     assert old["name"] == "j0" and old["ranks"][0]["exit_code"] == 0
-    assert s.job_counts()[("done", "production")] == 20
+    assert s.table.job_counts()[("done", "production")] == 20
     with pytest.raises(RequestError, match="no job"):
         s.kill(ids[0], "alice", False)
     # a checkpoint keeps the archived counts (the exporter's totals survive a restart)
     payload = s.to_payload()
     s2, _, _ = make("gang", n=2)
     s2.restore(payload)
-    assert s2.job_counts()[("done", "production")] == 20
-    assert s2.next_id == ids[-1] + 1
+    assert s2.table.job_counts()[("done", "production")] == 20
+    assert s2.table.next_id == ids[-1] + 1
 
 
 def test_the_archive_refuses_links_and_open_files(tmp_path: Path) -> None:

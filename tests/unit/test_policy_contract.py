@@ -7,7 +7,7 @@ import pytest
 from controller.families import BatchFamily, GangFamily, make_family
 from controller.policies.base import JobRequest, PolicyError
 from controller.policies.registry import make_policy
-from controller.quantum import Scheduler
+from controller.scheduler import Scheduler
 from tests.unit.controller_fakes import FakePool
 
 
@@ -56,4 +56,4 @@ def test_family_follows_the_policy_contract() -> None:
     batch = Scheduler("easy", {}, FakePool(2))
     assert isinstance(gang.fam, GangFamily) and isinstance(batch.fam, BatchFamily)
     with pytest.raises(TypeError, match="no scheduler family"):
-        make_family(gang, object())  # type: ignore[arg-type]
+        make_family(gang.core, object())  # type: ignore[arg-type]

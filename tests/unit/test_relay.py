@@ -21,9 +21,9 @@ import pytest
 from agent import wire
 from agent.client import AgentClient, AgentError
 from controller.nodes import ACK_FIELDS, NodeInfo
-from controller.quantum import Scheduler
 from controller.relay import main as relay_main
 from controller.relaypool import RelayInfo, RelayPool
+from controller.scheduler import Scheduler
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -133,7 +133,7 @@ def test_gang_through_relays_switches_every_node(make_tree: Any) -> None:
             running.add(tuple(sorted(j["job_id"] for j in st["jobs"] if j["state"] == "running")))
         assert len(running) == 1  # the same gang on every node, behind both relays
         thawed.append(running.pop())
-    assert sched.counters.failed_commands == 0
+    assert sched.telemetry.counters.failed_commands == 0
     for out in seen[3:]:
         assert len(out) == N and all(r.error is None for r in out.values())
         # a relay forwards only the ack fields the scheduler reads

@@ -34,11 +34,16 @@ def test_window_memory_is_taken_at_start() -> None:
 
 
 def test_unscraped_skews_stay_bounded() -> None:
-    from controller.quantum import SKEW_WINDOW
+    from controller.telemetry import SKEW_WINDOW, Switches
     from tests.unit.test_controller_core import make, step
 
     s, _pool, clock = make("gang", 2)
     s.submit({"size": 2, "argv": ["true"]}, "root")
     step(s, clock, 30)
-    assert 0 < len(s.new_skews) <= SKEW_WINDOW
-    assert s.new_skews.maxlen == SKEW_WINDOW  # nobody scrapes: kept bounded
+    fresh = s.telemetry.drain()
+    assert len(fresh.skews) == 30 and s.telemetry.drain().skews == []
+    # nobody scrapes: only the last window is kept for the exporter
+    for k in range(SKEW_WINDOW + 5):
+        s.telemetry.switched(Switches(skew=float(k)), timed=False)
+    fresh = s.telemetry.drain()
+    assert len(fresh.skews) == SKEW_WINDOW and fresh.skews[0] == 5.0
