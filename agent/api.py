@@ -1,8 +1,9 @@
 """What each agent request does: validation, the answer, and the call into the agent's state.
 
-The sockets are agent/server.py; the job state machine is agent/daemon.py.
-A request that is well formed and authenticated but cannot be carried out is
-:class:`Refused` (an error frame with a code; the connection stays open).
+The sockets are agent/server.py; the job state machine is agent/daemon.py,
+which the handlers see only through :class:`Node`. A request that is well
+formed and authenticated but cannot be carried out is :class:`Refused` (an
+error frame with a code; the connection stays open).
 """
 
 from __future__ import annotations
@@ -11,18 +12,16 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from agent import wire
-from agent.jobs import JobError, check_job_id, kill_job
+from agent.failsafe import FailSafe
+from agent.jobs import Job, JobError, check_job_id
 from agent.local import LocalConfig, LocalPolicyError
-from agent.plan import Plan, TooFar
+from agent.plan import Plan, PlanSlot, TooFar
 from agent.server import AgentConn
 from common.cgroups import DEFAULT_WEIGHT
-
-if TYPE_CHECKING:
-    from agent.daemon import Agent
 
 log = logging.getLogger("agent")
 
@@ -39,10 +38,81 @@ class Refused(Exception):
         self.reason = reason
 
 
+class Replies(Protocol):
+    """The agent's server as the handlers use it (agent/server.py)."""
+
+    def send(
+        self, conn: AgentConn, mtype: str, data: dict[str, Any], re: int | None = None
+    ) -> None: ...
+
+    def send_backlog(self, conn: AgentConn) -> None: ...
+
+
+class LocalControl(Protocol):
+    """The local scheduler as the handlers use it (agent/local.py)."""
+
+    def status(self) -> dict[str, Any]: ...
+
+    def configure(self, cfg: LocalConfig) -> dict[str, Any]: ...
+
+
+class Node(Protocol):
+    """The agent as its handlers see it (agent/daemon.py ``Agent``): what they read, and
+    the changes they may ask for; nothing else of the daemon."""
+
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def weights_enforced(self) -> bool: ...
+
+    @property
+    def tt_wait(self) -> str: ...
+
+    @property
+    def failsafe(self) -> FailSafe: ...  # read only
+
+    @property
+    def plans(self) -> PlanSlot: ...  # read only: the pending plan and its counters
+
+    @property
+    def last_q(self) -> int | None: ...
+
+    @property
+    def jobs(self) -> Mapping[str, Job]: ...
+
+    @property
+    def local(self) -> LocalControl: ...
+
+    @property
+    def server(self) -> Replies: ...
+
+    def wall(self) -> float: ...
+
+    def launch(
+        self,
+        jid: str,
+        d: dict[str, Any],
+        ranks: list[int],
+        env_extra: dict[str, str],
+        weight: int,
+        frozen: bool,
+    ) -> dict[str, Any]: ...
+
+    def kill(self, job: Job) -> None: ...
+
+    def apply_now(self, q: int, runnable: dict[str, int]) -> dict[str, Any]: ...
+
+    def submit_plan(self, plan: Plan) -> dict[str, Any] | None: ...
+
+
 class AgentAPI:
     """Message type -> handler; replies go out through the agent's server."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Node) -> None:
         self.agent = agent
         self._table = self._handlers()
 
@@ -84,10 +154,10 @@ class AgentAPI:
 
     def _check_node(self, msg: wire.Message) -> None:
         node = msg.data.get("node")
-        if node != self.agent.cfg.node:
+        if node != self.agent.node:
             raise Refused(
                 "wrong_node",
-                f"{msg.type} addressed to node {node!r}, this is {self.agent.cfg.node!r}",
+                f"{msg.type} addressed to node {node!r}, this is {self.agent.node!r}",
             )
 
     def _on_hello(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
@@ -97,14 +167,13 @@ class AgentAPI:
         conn.established = True
         conn.peer_sender = msg.sender
         log.info("session from %s (%s) established", conn.peer, msg.sender)
-        caps = self.agent.driver.capabilities
         return wire.HELLO, {
-            "node": self.agent.cfg.node,
+            "node": self.agent.node,
             "nonce": msg.data["nonce"],
             "conn": conn.session.conn,
             "protocol": wire.VERSION,
-            "backend": self.agent.driver.name,
-            "weights_enforced": caps.weights_enforced,
+            "backend": self.agent.backend,
+            "weights_enforced": self.agent.weights_enforced,
             "failsafe_timeout": self.agent.failsafe.timeout,
             "failsafe_active": self.agent.failsafe.active,
             "pid": os.getpid(),
@@ -112,7 +181,7 @@ class AgentAPI:
 
     def _on_heartbeat(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
         return wire.HEARTBEAT, {
-            "node": self.agent.cfg.node,
+            "node": self.agent.node,
             "failsafe_active": self.agent.failsafe.active,
         }
 
@@ -120,9 +189,9 @@ class AgentAPI:
         if "node" in msg.data:
             self._check_node(msg)
         return wire.OK, {
-            "node": self.agent.cfg.node,
-            "backend": self.agent.driver.name,
-            "weights_enforced": self.agent.driver.capabilities.weights_enforced,
+            "node": self.agent.node,
+            "backend": self.agent.backend,
+            "weights_enforced": self.agent.weights_enforced,
             "failsafe_active": self.agent.failsafe.active,
             "failsafe_activations": self.agent.failsafe.activations,
             "heartbeat_age_s": self.agent.failsafe.age(),
@@ -147,12 +216,9 @@ class AgentAPI:
         jid = msg.data["job_id"]
         job = self.agent.jobs.get(jid)
         if job is None:
-            raise Refused("unknown_job", f"no job {jid!r} on node {self.agent.cfg.node}")
+            raise Refused("unknown_job", f"no job {jid!r} on node {self.agent.node}")
         if not job.ended:
-            kill_job(self.agent.driver, job)
-            job.frozen = False
-            log.info("killed job %s", jid)
-            self.agent.reap()
+            self.agent.kill(job)
         return wire.OK, {"job_id": jid, "ended": job.ended}
 
     def _on_launch(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
@@ -164,7 +230,7 @@ class AgentAPI:
             raise Refused("bad_request", str(e)) from None
         old = self.agent.jobs.get(jid)
         if old is not None and not old.ended:
-            raise Refused("job_exists", f"job {jid!r} is already running on {self.agent.cfg.node}")
+            raise Refused("job_exists", f"job {jid!r} is already running on {self.agent.node}")
         ranks = d.get("ranks", [0])
         env_extra = d.get("env", {})
         weight = d.get("weight", DEFAULT_WEIGHT)
@@ -194,7 +260,7 @@ class AgentAPI:
             "refused": c.refused,
             "dropped": c.dropped,
             "max_ahead_s": slot.max_ahead,
-            "wait": self.agent.cfg.tt_wait,
+            "wait": self.agent.tt_wait,
         }
 
     def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]] | None:
@@ -207,11 +273,7 @@ class AgentAPI:
             raise Refused("unknown_job", f"quantum {q}: unknown job(s) {unknown}")
         at = msg.data.get("at")
         if at is None:
-            self.agent.replace_pending(q)
-            ack = self.agent.apply(runnable)
-            self.agent.last_q = q
-            ack.update(q=q, node=self.agent.cfg.node)
-            return wire.ACK, ack
+            return wire.ACK, self.agent.apply_now(q, runnable)
         plan = Plan(
             q=q,
             at=float(at),

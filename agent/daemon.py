@@ -28,8 +28,8 @@ from typing import Any, cast
 from agent import wire
 from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
-from agent.jobs import Job, JobError, check_job_id, job_cgroup, spawn_rank
-from agent.local import LocalScheduler
+from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
+from agent.local import LocalHost, LocalScheduler
 from agent.metrics import AgentMetrics, Snapshot
 from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
 from agent.realtime import set_realtime
@@ -129,7 +129,17 @@ class Agent:
         self._next_reap = 0.0
         self._pending_remove: dict[str, float] = {}  # cgroup -> give-up time
         self._stopping = False
-        self.local = LocalScheduler(self)
+        self.local = LocalScheduler(
+            LocalHost(
+                node=config.node,
+                key=config.key,
+                listen_ip=config.listen[0],
+                run_dir=lambda: self.cfg.run_dir,  # settled by start()
+                jobs=self.jobs,
+                loop=self.sel,
+                cgroups=self.driver,
+            )
+        )
         self.api = AgentAPI(self)
         self.server = AgentServer(self.sel, config.key, config.node, self.api.dispatch, self._heard)
 
@@ -380,6 +390,30 @@ class Agent:
     def listener(self) -> socket.socket | None:
         return self.server.listener
 
+    # ---- what the request handlers read (agent/api.py ``Node``) -------------------
+    @property
+    def node(self) -> str:
+        return self.cfg.node
+
+    @property
+    def backend(self) -> str:
+        return self.driver.name
+
+    @property
+    def weights_enforced(self) -> bool:
+        return self.driver.capabilities.weights_enforced
+
+    @property
+    def tt_wait(self) -> str:
+        return self.cfg.tt_wait
+
+    def kill(self, job: Job) -> None:
+        """The kill request: the job's processes go; its end is reported as an exit."""
+        kill_job(self.driver, job)
+        job.frozen = False
+        log.info("killed job %s", job.job_id)
+        self.reap()
+
     # ---- launching -----------------------------------------------------------
     def launch(
         self,
@@ -458,6 +492,14 @@ class Agent:
         }
 
     # ---- enforcement -------------------------------------------------------
+    def apply_now(self, q: int, runnable: dict[str, int]) -> dict[str, Any]:
+        """A quantum without an instant: it replaces a pending plan; applied, then acked."""
+        self.replace_pending(q)
+        ack = self.apply(runnable)
+        self.last_q = q
+        ack.update(q=q, node=self.cfg.node)
+        return ack
+
     def apply(self, runnable: dict[str, int]) -> dict[str, Any]:
         """Immediate mode: freeze the others, set weights, thaw the runnable.
 

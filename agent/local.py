@@ -26,21 +26,20 @@ import resource
 import selectors
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from agent import nicproto
 from agent.cdc.erl import erl_us
 from agent.cdc.schemes import SCHEMES, Event, ProcView, Scheme, make_scheme
 from agent.gossip import ErlGossip
+from agent.jobs import Job
 from agent.nic import NicServer
 from agent.switchcost import measure_cost_switch_us
 from common.cgroups import DEFAULT_WEIGHT, CgroupError
 from common.names import AGENT_PORT
-
-if TYPE_CHECKING:
-    from agent.daemon import Agent
 
 log = logging.getLogger("agent.local")
 
@@ -109,6 +108,41 @@ class Counters:
     events: int = 0
 
 
+class Loop(Protocol):
+    """The agent's selector: the local scheduler's sockets wake the agent's loop."""
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> Any: ...
+
+    def unregister(self, fileobj: Any) -> Any: ...
+
+
+class JobGroups(Protocol):
+    """The cgroup operations the local scheduler makes on the node's jobs."""
+
+    def set_weight(self, path: str, weight: int) -> None: ...
+
+    def freeze_many(self, paths: Iterable[str]) -> dict[str, float]: ...
+
+    def thaw_many(self, paths: Iterable[str]) -> dict[str, float]: ...
+
+    def pids(self, path: str) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class LocalHost:
+    """What the local scheduler gets from its agent: who and where it is, the node's jobs
+    (read; the agent adds and ends them), the loop to watch its sockets in, and the job
+    cgroups it boosts, freezes and thaws."""
+
+    node: str
+    key: bytes  # the cluster key (the ERL exchange signs with it)
+    listen_ip: str  # the agent's control address (the ERL exchange binds there)
+    run_dir: Callable[[], Path]  # where the NIC socket goes
+    jobs: Mapping[str, Job]
+    loop: Loop
+    cgroups: JobGroups
+
+
 class _Tag:
     """Selector data of the local scheduler's file objects."""
 
@@ -118,8 +152,8 @@ class _Tag:
 
 
 class LocalScheduler:
-    def __init__(self, agent: Agent, clock: Callable[[], float] = time.monotonic) -> None:
-        self.agent = agent
+    def __init__(self, host: LocalHost, clock: Callable[[], float] = time.monotonic) -> None:
+        self.host = host
         self.clock = clock
         self.cfg: LocalConfig | None = None
         self.scheme: Scheme | None = None
@@ -194,10 +228,10 @@ class LocalScheduler:
         }
 
     def _open_nic(self) -> None:
-        a = self.agent
+        h = self.host
         nic = NicServer(
-            a.cfg.run_dir / "nic.sock",
-            a.cfg.node,
+            h.run_dir() / "nic.sock",
+            h.node,
             authorize=self._authorize,
             peer_erl=self._peer_erl,
             node_of_addr=self._data_node.get,
@@ -208,22 +242,22 @@ class LocalScheduler:
         nic.open()
         nic.unwatch = self._unwatch
         assert nic.listener is not None
-        a.sel.register(nic.listener, selectors.EVENT_READ, _Tag("listen"))
+        h.loop.register(nic.listener, selectors.EVENT_READ, _Tag("listen"))
         self.nic = nic
         self._epoll_watched = False
 
     def _open_gossip(self, cfg: LocalConfig) -> None:
-        a = self.agent
+        h = self.host
         peers = {n: (v["ctl"], self.gossip_port or GOSSIP_PORT) for n, v in cfg.peers.items()}
         if self.gossip is not None:
-            self.gossip.peers = {n: p for n, p in peers.items() if n != a.cfg.node}
+            self.gossip.peers = {n: p for n, p in peers.items() if n != h.node}
             return
         try:
-            g = ErlGossip(a.cfg.node, a.cfg.key, (a.cfg.listen[0], self.gossip_port), peers)
+            g = ErlGossip(h.node, h.key, (h.listen_ip, self.gossip_port), peers)
         except OSError as e:
-            log.warning("ERL exchange off (cannot bind udp %s: %s)", a.cfg.listen[0], e)
+            log.warning("ERL exchange off (cannot bind udp %s: %s)", h.listen_ip, e)
             return
-        a.sel.register(g.sock, selectors.EVENT_READ, _Tag("gossip"))
+        h.loop.register(g.sock, selectors.EVENT_READ, _Tag("gossip"))
         self.gossip = g
 
     def _watch_arrivals(self, on: bool) -> None:
@@ -237,10 +271,10 @@ class LocalScheduler:
             return
         fd = self.nic.epoll.fileno()
         if on:
-            self.agent.sel.register(fd, selectors.EVENT_READ, _Tag("epoll"))
+            self.host.loop.register(fd, selectors.EVENT_READ, _Tag("epoll"))
         else:
             with contextlib.suppress(KeyError, ValueError):
-                self.agent.sel.unregister(fd)
+                self.host.loop.unregister(fd)
         self._epoll_watched = on
 
     def stop(self) -> None:
@@ -252,16 +286,16 @@ class LocalScheduler:
 
     def close(self) -> None:
         self.stop()
-        a = self.agent
+        loop = self.host.loop
         if self.gossip is not None:
             with contextlib.suppress(KeyError, ValueError):
-                a.sel.unregister(self.gossip.sock)
+                loop.unregister(self.gossip.sock)
             self.gossip.close()
             self.gossip = None
         if self.nic is not None:
             if self.nic.listener is not None:
                 with contextlib.suppress(KeyError, ValueError):
-                    a.sel.unregister(self.nic.listener)
+                    loop.unregister(self.nic.listener)
             self.nic.close()
             self.nic = None
 
@@ -291,7 +325,7 @@ class LocalScheduler:
         if tag.kind == "listen" and nic is not None:
             conn = nic.accept()
             while conn is not None:
-                self.agent.sel.register(conn, selectors.EVENT_READ, _Tag("conn", conn))
+                self.host.loop.register(conn, selectors.EVENT_READ, _Tag("conn", conn))
                 conn = nic.accept()
         elif tag.kind == "conn" and nic is not None and tag.conn is not None:
             nic.readable(tag.conn)
@@ -302,7 +336,7 @@ class LocalScheduler:
 
     def _unwatch(self, conn: socket.socket) -> None:
         with contextlib.suppress(KeyError, ValueError):
-            self.agent.sel.unregister(conn)
+            self.host.loop.unregister(conn)
 
     def poll(self) -> None:
         """Run the tick when it is due (called by the agent loop after every select)."""
@@ -388,14 +422,14 @@ class LocalScheduler:
         self.holder = key
         if job == self.boosted_job:
             return
-        jobs = self.agent.jobs
+        jobs, cgroups = self.host.jobs, self.host.cgroups
         for jid in (self.boosted_job, job):
             j = jobs.get(jid) if jid is not None else None
             if j is None or j.ended:
                 continue
             w = BOOST_WEIGHT if jid == job else DEFAULT_WEIGHT
             try:
-                self.agent.driver.set_weight(j.cgroup, w)
+                cgroups.set_weight(j.cgroup, w)
                 j.weight = w
             except (CgroupError, OSError) as e:
                 log.warning("boost of job %s: %s", jid, e)
@@ -409,11 +443,11 @@ class LocalScheduler:
         """The "freeze" boost: stop every other thawed job of the node until the next decision."""
         others = [
             j
-            for j in self.agent.jobs.values()
+            for j in self.host.jobs.values()
             if j.job_id != holder and not j.ended and not j.frozen
         ]
         try:
-            done = self.agent.driver.freeze_many([j.cgroup for j in others])
+            done = self.host.cgroups.freeze_many([j.cgroup for j in others])
         except (CgroupError, OSError) as e:
             log.warning("freeze boost: %s", e)
             done = getattr(e, "done", {})
@@ -424,21 +458,21 @@ class LocalScheduler:
     def _thaw_competitors(self) -> None:
         if not self.boost_frozen:
             return
-        jobs = self.agent.jobs
+        jobs = self.host.jobs
         cgs = [jobs[j].cgroup for j in self.boost_frozen if j in jobs and not jobs[j].ended]
         try:
-            self.agent.driver.thaw_many(cgs)
+            self.host.cgroups.thaw_many(cgs)
         except (CgroupError, OSError) as e:
             log.error("freeze boost: cannot thaw %s: %s", cgs, e)
         self.boost_frozen = set()
 
     # ---- NIC callbacks -----------------------------------------------------------
     def _authorize(self, job_id: str, pid: int) -> str | None:
-        job = self.agent.jobs.get(job_id)
+        job = self.host.jobs.get(job_id)
         if job is None or job.ended:
-            return f"no running job {job_id!r} on node {self.agent.cfg.node}"
+            return f"no running job {job_id!r} on node {self.host.node}"
         try:
-            members = self.agent.driver.pids(job.cgroup)
+            members = self.host.cgroups.pids(job.cgroup)
         except (CgroupError, OSError) as e:
             return f"cannot read the cgroup of job {job_id!r}: {e}"
         if pid not in members:
@@ -446,12 +480,12 @@ class LocalScheduler:
         return None
 
     def _peer_erl(self, node: str | None) -> float:
-        if node == self.agent.cfg.node:
+        if node == self.host.node:
             return self.erl_us
         return self.gossip.erl_of(node) if self.gossip is not None else 0.0
 
     def _delay_of_job(self, job_id: str) -> float:
-        job = self.agent.jobs.get(job_id)
+        job = self.host.jobs.get(job_id)
         return job.net_delay_s if job is not None else 0.0
 
     # ---- reporting -------------------------------------------------------------------
