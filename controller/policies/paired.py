@@ -2,74 +2,9 @@
 
 Each quantum the row whose turn it is runs together with a *partner* row of
 complementary CPU utilization, so every node may run two processes and the
-local scheduler interleaves them (§2.1).
-
-How the pieces of the paper are realised here:
-
-* **Prediction** -- :class:`~controller.policies.predictor.UtilizationPredictor`
-  (eq. (1), new jobs and sharp changes predicted 1.0). A row's utilization is
-  the largest prediction among its jobs, and rows ``x`` and ``y`` may pair when
-  ``max(x) + max(y) + m < 100%`` (§2.5).
-* **Matching** -- ``matching="fig4"`` runs Fig. 4 once per round of the
-  matrix: whenever the round-robin pointer wraps (the selected row is not
-  after the previous one) or the matrix changed since the last matching (a job
-  placed, finished or moved). The refresh is decided before anything about
-  the selected row, so a round that starts with an unpairable row (an
-  exclusive job, only new jobs) still gets a fresh matching. Within a round
-  the stored partner is checked against the current predictions before use
-  and dropped if the pair no longer fits, so a sharp change observed
-  mid-round does make the job run alone in its next quantum.
-  ``matching="fig4-prose"`` also gives the job where Fig. 4's pointers meet
-  the back-search every other unmatched job gets (§4.1.2: the single I/O job
-  "is matched with *all* the compute-bound jobs in turn";
-  :func:`~controller.policies.matching.fig4_match`). ``matching="best-fit"``
-  is the naive §2.4 matcher, run at every quantum.
-* **Exclusive jobs** (§2.4) -- a row holding a job with
-  ``JobRequest.exclusive`` takes part in no matching, neither as the selected
-  row nor as a partner.
-* **Slot homogeneity** (§2.5) -- our reading (docs/policies.md, "The band").
-  A row's *core* is its measured, unflagged jobs whose eq. (1) estimate is
-  below ``min(row) + M``; the rest of the row -- outliers, jobs never
-  measured, jobs flagged by a sharp change -- is *removed from the slot* as
-  far as pairing goes: the row's utilization for matching is the largest
-  prediction over its core only, and its other jobs run alone on their nodes
-  (in their own row's turn, as under strict gang) and never beside a partner.
-  When the selected row has such a job, a partner job sharing one of its
-  nodes sits that quantum out. "A search will be invoked in order to find
-  another slot" depends on ``band_rule``:
-
-  - ``"stay"`` (default) -- the matrix is never changed for the band: the
-    outlier stays in its row, simply unpaired, and the search is alternate
-    scheduling (§2.6), which runs it in other rows' quanta where its nodes are
-    idle and it fits that row's band. The matrix is then exactly strict
-    gang's, so paired gang never has more rows (a longer round) than strict
-    gang, and each quantum runs the selected row in full as strict gang does:
-    it cannot be worse by construction of the matrix.
-  - ``"existing"`` -- the outlier moves to the lowest other *existing* row
-    whose band it fits and where its nodes are free; if none takes it, it
-    stays, unpaired. Band enforcement never adds a row (later placements can
-    still differ from strict gang's).
-  - ``"new-row"`` -- as ``"existing"``, else into a new row (unless
-    ``max_slots`` forbids it): the reading cosched used before, which can
-    lengthen the round and made heterogeneous workloads slower than strict
-    gang (issue 11).
-
-  The utilization used for the band is eq. (1) on the history *without* the
-  one-quantum sharp-change override, so a transient flag does not reshuffle
-  the matrix.
-* **Alternate scheduling** (§2.6) -- a job of another row (not the
-  partner) may run on nodes idle in the selected row, joining that row for the
-  quantum. Where it would share a node with a running partner job it must
-  "match the characteristics" of the selected row: its utilization within the
-  band of the row's core, and its prediction fitting with the partner row
-  (``x + y + m < 100%``); it is then the node's second process ("a node will
-  remain idle only if it is not allocated in both selected slots"). Where it
-  runs alone on its nodes no test applies, exactly as strict gang's
-  alternates: holding it to the band there protects no pairing and only
-  leaves nodes idle that strict gang would use (with the old
-  idle-in-both-rows reading, paired gang lost to strict gang on mixed
-  workloads). A node never runs more than two jobs, and an exclusive job never
-  shares a node.
+local scheduler interleaves them (§2.1): eq. (1) predictions (predictor.py), Fig. 4
+or best-fit matching (matching.py), the band rule's moves (homogeneity.py).
+docs/policies.md ("Paired gang") says how §2.4-2.6 is realised, and our choices.
 """
 
 from __future__ import annotations
@@ -80,6 +15,8 @@ from itertools import compress
 
 from controller.policies.base import PolicyError, QuantumPlan
 from controller.policies.gang import ADMISSIONS, FCFS, MatrixGang
+from controller.policies.homogeneity import BAND_RULES, STAY, enforce_homogeneity
+from controller.policies.homogeneity import EPS as _EPS
 from controller.policies.matching import best_fit_match, fig4_match, fits
 from controller.policies.matrix import FIRST_FIT, PLACEMENTS
 from controller.policies.params import ParamSpec
@@ -89,11 +26,6 @@ FIG4 = "fig4"
 FIG4_PROSE = "fig4-prose"
 BEST_FIT_MATCHING = "best-fit"
 MATCHINGS: tuple[str, ...] = (FIG4, FIG4_PROSE, BEST_FIT_MATCHING)
-STAY = "stay"
-EXISTING_ROW = "existing"
-NEW_ROW = "new-row"
-BAND_RULES: tuple[str, ...] = (STAY, EXISTING_ROW, NEW_ROW)
-_EPS = 1e-9
 
 
 @dataclass(slots=True)
@@ -112,7 +44,7 @@ class PairedStats:
 
 
 class PairedGang(MatrixGang):
-    """Paired gang scheduling (Wiseman & Feitelson 2003 §2.4-2.6); see the module docstring."""
+    """Paired gang scheduling (Wiseman & Feitelson 2003 §2.4-2.6); see docs/policies.md."""
 
     name = "paired-gang"
     PARAMS: tuple[ParamSpec, ...] = (
@@ -245,7 +177,7 @@ class PairedGang(MatrixGang):
         self.predictor.forget(job_id)
 
     def _before_select(self, now: float) -> None:
-        self._enforce_homogeneity()
+        enforce_homogeneity(self)
 
     def _build_plan(self, slot: int) -> QuantumPlan:
         self._sync()
@@ -289,7 +221,7 @@ class PairedGang(MatrixGang):
         """node_jobs, running jobs and the partner's running nodes (bit set).
 
         Only the partner's core jobs run, and only those that share no node
-        with a job of ``slot`` outside its core (module docstring, band).
+        with a job of ``slot`` outside its core (docs/policies.md, the band).
         """
         if partner is None:
             row = self._row_cells(slot)
@@ -341,7 +273,7 @@ class PairedGang(MatrixGang):
     def _alternate_test(
         self, slot: int, partner: int | None, shared: int
     ) -> Callable[[int], bool] | None:
-        """Which jobs may run as alternates in ``slot``'s quantum (module docstring, §2.6)."""
+        """Which jobs may run as alternates in ``slot``'s quantum (docs/policies.md, §2.6)."""
         if partner is None or not shared:
             return None  # every alternate runs alone on its nodes, as under strict gang
         in_band = self._band_test(slot)
@@ -404,7 +336,7 @@ class PairedGang(MatrixGang):
     def _util_cache_entry(self, slot: int) -> tuple[frozenset[int], float | None, float]:
         """(core jobs, highest and lowest estimate among them) of a row.
 
-        The core (module docstring): measured, unflagged jobs whose eq. (1)
+        The core (docs/policies.md): measured, unflagged jobs whose eq. (1)
         estimate is below the lowest such estimate + M. Unflagged measured
         jobs are predicted their estimate, so the prediction is the estimate.
         """
@@ -513,7 +445,7 @@ class PairedGang(MatrixGang):
         return value
 
     def _band_test(self, slot: int) -> Callable[[int], bool]:
-        """``_within_band(job, slot)`` for many jobs against one unchanging row.
+        """``homogeneity._within_band(self, job, slot)`` for many jobs against one unchanging row.
 
         The row's band is that of its core: a row that keeps an outlier (band
         rule "stay") still takes jobs that fit its core's band.
@@ -560,80 +492,3 @@ class PairedGang(MatrixGang):
         if not fits(self._slot_util(slot), self._slot_util(partner), self.margin):
             return None
         return partner
-
-    def _within_band(self, job_id: int, slot: int) -> bool:
-        # Jobs never measured have no characteristics yet (§2.5 checks "running"
-        # jobs); they neither widen a row's band nor are held to it.
-        self._sync()
-        return self._band_test(slot)(job_id)
-
-    def _enforce_homogeneity(self) -> None:
-        """§2.5: move jobs that break their row's band (see module docstring).
-
-        Only rows that may have changed are checked: all of them after a matrix
-        change, else those holding a job observed since the last check or a
-        job that broke the band and could not move. A row that passed and has
-        not changed since would pass again, so the outcome is that of checking
-        every row in order.
-        """
-        if self.band_rule == STAY:
-            return  # the band only decides who pairs (_core_util)
-        self._sync()
-        dirty = self._homog_dirty
-        if dirty is not None and not dirty:
-            return
-        self._homog_dirty = set()
-        slot = -1
-        if dirty is not None:
-            band_of, width = self._band, self.band
-            for s in sorted(dirty):
-                count, lo, hi = band_of(s)
-                # (_check_band's own first test, spared a call for rows that pass)
-                if count >= 2 and hi >= lo + width - _EPS and self._check_band(s):
-                    slot = s
-                    break
-            else:
-                return
-        # from here on (a full check, or a job moved) every later row, as in order
-        slot += 1
-        while slot < self.matrix.slot_count:
-            self._check_band(slot)
-            slot += 1
-
-    def _check_band(self, slot: int) -> bool:
-        """Relocate the row's jobs that break its band; True if the matrix changed."""
-        count, lo, hi = self._band(slot)
-        # some job is not below min + band (the test below, for every job)
-        if count < 2 or hi < lo + self.band - _EPS:
-            return False
-        version = self.matrix.version
-        estimate = self.band_utilization
-        jobs = [j for j in self.matrix.jobs_in(slot) if not self.predictor.is_new(j)]
-        low = min(estimate(j) for j in jobs)
-        for job in jobs:
-            if estimate(job) >= low + self.band - _EPS:
-                self._relocate(job, slot)
-        if self.matrix.version == version:
-            if self._homog_dirty is not None:
-                self._homog_dirty.add(slot)  # still broken: try again next quantum
-            return False
-        self._sync()
-        return True
-
-    def _relocate(self, job: int, slot: int) -> None:
-        matrix = self.matrix
-        mask = matrix.job_mask(job)
-        for other in range(matrix.slot_count):
-            if other == slot:
-                continue
-            if matrix.row_mask(other) & mask or not matrix.jobs_in(other):
-                continue
-            if self._within_band(job, other):
-                matrix.move(job, other)
-                self.stats.homogeneity_moves += 1
-                self._matrix_changed()
-                return
-        if self.band_rule == NEW_ROW and matrix.can_add_slot():
-            matrix.move(job, matrix.slot_count)
-            self.stats.homogeneity_moves += 1
-            self._matrix_changed()

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from controller.policies.base import BatchPolicy, GangPolicy, PolicyError
-from controller.policies.batch import EASY, FCFS, Conservative
-from controller.policies.dhc import DhcPolicy
+from controller.policies.batch import EASY, FCFS
+from controller.policies.conservative import Conservative
+from controller.policies.dhcpolicy import DhcPolicy
 from controller.policies.gang import GangBackfill, GangGreedy, StrictGang
 from controller.policies.lookahead import Lookahead
 from controller.policies.paired import PairedGang

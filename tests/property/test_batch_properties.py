@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from controller.policies.availability import Availability
 from controller.policies.base import BatchPolicy, JobRequest
-from controller.policies.batch import EASY, FCFS, ZERO_ESTIMATE_PLAN, Conservative
+from controller.policies.batch import EASY, FCFS
+from controller.policies.conservative import ZERO_ESTIMATE_PLAN, Conservative
 from controller.policies.lookahead import Lookahead
 
 

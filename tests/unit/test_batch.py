@@ -7,7 +7,8 @@ import math
 import pytest
 
 from controller.policies.base import JobRequest, PolicyError
-from controller.policies.batch import EASY, FCFS, Conservative, RunningSet
+from controller.policies.batch import EASY, FCFS, RunningSet
+from controller.policies.conservative import Conservative
 from controller.policies.lookahead import Lookahead
 
 

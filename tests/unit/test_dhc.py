@@ -234,7 +234,7 @@ def test_fluid_simulation_low_load_and_selective_disabling() -> None:
 
 def test_dhc_policy_plans_follow_the_round_and_never_double_book() -> None:
     from controller.policies.base import JobRequest
-    from controller.policies.dhc import DhcPolicy
+    from controller.policies.dhcpolicy import DhcPolicy
 
     p = DhcPolicy(8, balancing="none", origin="pe0", algorithm="uniform/uniform", round_quanta=8)
     for jid, size in ((1, 5), (2, 2), (3, 1), (4, 8)):
@@ -256,7 +256,7 @@ def test_dhc_policy_plans_follow_the_round_and_never_double_book() -> None:
 
 def test_a_slot_shorter_than_a_quantum_is_not_starved() -> None:
     from controller.policies.base import JobRequest
-    from controller.policies.dhc import DhcPolicy
+    from controller.policies.dhcpolicy import DhcPolicy
 
     p = DhcPolicy(4, balancing="none", origin="pe0", algorithm="weight/uniform",
                   selective=False, round_quanta=2)  # fmt: skip
@@ -270,7 +270,7 @@ def test_a_slot_shorter_than_a_quantum_is_not_starved() -> None:
 
 def test_dhc_policy_refusals_and_pin() -> None:
     from controller.policies.base import JobRequest, PolicyError
-    from controller.policies.dhc import DhcPolicy
+    from controller.policies.dhcpolicy import DhcPolicy
     from controller.policies.registry import make_policy
 
     with pytest.raises(PolicyError, match="power-of-two number of nodes"):
@@ -290,7 +290,7 @@ def test_dhc_policy_refusals_and_pin() -> None:
 
 
 def test_dhc_runs_in_the_simulator_engine() -> None:
-    from controller.policies.dhc import DhcPolicy
+    from controller.policies.dhcpolicy import DhcPolicy
     from testbed.sim.engine import simulate as engine
     from testbed.sim.job import SimJob
     from testbed.sim.results import SimConfig
@@ -306,7 +306,7 @@ def test_dhc_runs_in_the_simulator_engine() -> None:
 
 def test_the_matrix_view_shows_the_tree_and_its_front() -> None:
     from controller.policies.base import JobRequest
-    from controller.policies.dhc import DhcPolicy
+    from controller.policies.dhcpolicy import DhcPolicy
     from testbed.views import render_matrix
 
     p = DhcPolicy(4, balancing="none", origin="pe0", round_quanta=4)
