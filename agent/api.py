@@ -25,6 +25,8 @@ from common.cgroups import DEFAULT_WEIGHT
 
 log = logging.getLogger("agent")
 
+# (job id, request data, ranks, extra environment, weight, start frozen) -> the reply data
+Launch = Callable[[str, dict[str, Any], list[int], dict[str, str], int, bool], dict[str, Any]]
 # None: the request is answered later (a plan with an instant: agent/plan.py).
 Handler = Callable[[AgentConn, wire.Message], tuple[str, dict[str, Any]] | None]
 
@@ -92,15 +94,8 @@ class Node(Protocol):
 
     def wall(self) -> float: ...
 
-    def launch(
-        self,
-        jid: str,
-        d: dict[str, Any],
-        ranks: list[int],
-        env_extra: dict[str, str],
-        weight: int,
-        frozen: bool,
-    ) -> dict[str, Any]: ...
+    @property
+    def launch(self) -> Launch: ...
 
     def kill(self, job: Job) -> None: ...
 

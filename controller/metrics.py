@@ -1,4 +1,4 @@
-"""Prometheus exporter of the controller (docs/monitoring.md; names in docs/architecture.md).
+"""Prometheus exporter of the controller (docs/monitoring.md: the metric names are a contract).
 
 One registry per process (never the global default, so tests can build
 several controllers in one interpreter). Gauges are refreshed from the

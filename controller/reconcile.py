@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controller.jobs import Job
@@ -35,25 +36,19 @@ def _code(info: Mapping[str, Any]) -> int | None:
     return code if isinstance(code, int) else None
 
 
+@dataclass
 class Reconciler:
     """Nodes to reconcile at the next quantum, and the last reports (the status request's)."""
 
-    def __init__(
-        self,
-        agents: Statuses,
-        nodes: Sequence[NodeInfo],
-        table: JobTable,
-        rank_ended: RankEnded,
-        on_event: Callable[[Mapping[str, Any]], None],
-    ) -> None:
-        self.agents = agents
-        self.nodes = nodes
-        self.table = table
-        self.rank_ended = rank_ended
-        self.on_event = on_event
-        self._ever_connected: set[str] = set()
-        self._rejoined: set[str] = set()
-        self.reports: deque[dict[str, Any]] = deque(maxlen=16)  # the last rejoin reports
+    agents: Statuses
+    nodes: Sequence[NodeInfo]
+    table: JobTable
+    rank_ended: RankEnded
+    on_event: Callable[[Mapping[str, Any]], None]
+    _ever_connected: set[str] = field(default_factory=set)
+    _rejoined: set[str] = field(default_factory=set)
+    # the last rejoin reports
+    reports: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=16))
 
     def connected(self, node: str) -> None:
         """An agent (re)connected: a node seen before is reconciled at the next quantum."""
