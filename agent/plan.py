@@ -1,36 +1,9 @@
 """Time-triggered switches: the one pending quantum plan and the wait for its instant.
 
-Wiseman & Feitelson 2003 §3.1 (Fig. 5) has the master tell every slave when to switch; applied on
-arrival, the switch of each node lags by its own receive and wake-up time, so the
-gangs of one slot start apart (2-23 ms p99 over 8 nodes on 2 cores, measured with
-benchmarks/switch_latency.py). Instead the controller sends each quantum's plan
-ahead, with ``at``, the CLOCK_REALTIME instant of the quantum boundary, and every
-agent applies it at that instant on its own clock. On one host every agent reads
-the same clock; on real nodes the clocks must be kept together by chrony or PTP
-(docs/cluster.md, "Time-triggered switches") and the skew is at best their offset.
-
-This module is pure logic plus the final wait, so the rules are unit-tested
-without sockets:
-
-* at most one plan is pending; a newer plan (with or without ``at``) replaces it;
-* a plan whose instant has passed when it arrives is applied at once and counted
-  late;
-* a plan more than ``max_ahead`` seconds ahead is refused (the agent uses its
-  fail-safe timeout: a plan must take effect before the agent would decide that
-  the controller is gone);
-* the loop sleeps in epoll until ``early`` (3 ms) before the instant (epoll has
-  1 ms resolution and rounds up), prepares the switch (opens the thaw requests,
-  sets the incoming jobs' weights), then :func:`wait_until` covers the last
-  stretch.
-
-The last stretch is ``clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME)`` by
-default, not a spin: an absolute sleep on the shared clock wakes within tens of
-microseconds at SCHED_FIFO (whose timer slack is zero), and on a host with
-fewer cores than agents, agents spinning at SCHED_FIFO would hold the cores
-that the other agents need to wake up on, and that their jobs need. The
-``spin`` variant (sleep to 200 us before, then spin) exists to compare (agent
-``--tt-wait spin``; benchmarks/switch_latency.py ``--agent-wait``; the figures
-are in docs/cluster.md).
+Pure logic plus the final wait, so the rules are unit-tested without sockets: at most
+one plan pending, a newer one replaces it, a late one is applied at once, one too far
+ahead is refused. Why plans carry an instant, the rules and the wait: docs/cluster.md,
+"Time-triggered switches".
 """
 
 from __future__ import annotations

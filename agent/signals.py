@@ -1,30 +1,10 @@
 """Signal-based switching: SIGSTOP/SIGCONT instead of the cgroup freezer (Rajaei et al. 2008 §4).
 
-Rajaei et al.'s scheduler, on each context switch, "stops the currently running process
-using SIGSTOP, and resumes the jobs scheduled to run next using the signal SIGCONT".
 :class:`SignalSwitch` gives the agent that mechanism behind the interface the freezer
 path uses (``freeze_many``, ``thaw_many``, ``prepare_thaw``, ``is_frozen``,
-``is_thawed``), so everything else — confirmation, fail-safe, accounting, the
-time-triggered plans — is the same code (agent ``--switch signals``).
-
-What it guarantees, and what it does not (docs/cluster.md, "Switch mechanisms"):
-
-* **Membership from the cgroup.** The processes to signal are the job cgroup's
-  ``cgroup.procs``, read again on every pass, so children forked before the stop are
-  stopped too: the stop is confirmed only when every process listed is in state ``T``
-  (``/proc/PID/stat``) and a re-read lists no new one. A process that cannot be
-  confirmed (ptraced — state ``t`` —, or stuck in ``D`` past the timeout) makes the
-  switch fail: everything stopped by it is continued again and the error names the
-  job, as the freezer's ``FreezeError`` does.
-* **New ranks of a stopped job** are stopped right after they join the cgroup and
-  before they run the job's program (the agent's start gate still holds them).
-* **Visible to the program.** Unlike a frozen task, a stopped one is seen by its
-  parent (``waitpid`` with ``WUNTRACED``), its job-control shell, and a ``SIGCONT``
-  handler runs on every thaw; a program can also send itself or its children
-  ``SIGCONT`` and run in a slot that is not its own. The freezer is invisible and
-  cannot be undone from inside the job.
-* **Empty groups.** A job with no process yet is recorded as stopped, so its ranks
-  join stopped (the freezer does this in the kernel).
+``is_thawed``), so confirmation, fail-safe, accounting and time-triggered plans are the
+same code (agent ``--switch signals``). What it guarantees and what it does not, against
+the freezer: docs/cluster.md, "Switch mechanisms".
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """Checkpoint and restart (Gorda & Brooks 1991 §3.1: "writes a checkpoint file, and exits.
 A new version can then be started using the checkpoint file").
 
-File format: one JSON object ``{"format": "cosched-controller-checkpoint",
-"version": 1, "sha256": <hex>, "payload": {...}}`` where ``sha256`` is taken
-over the canonical JSON of ``payload`` (sorted keys, compact). Written
-atomically: temp file in the same directory, fsync, rename, fsync of the
-directory; a crash leaves the old file or the new one, never half of one.
-
-Reading refuses, with the reason, a file that is truncated, not JSON, of
-another format/version, or whose checksum does not match; the file is left
-where it is (never overwritten by the refusing process), and every write
-keeps the previous good file as ``PATH.prev``, so the operator can fall back.
-
-Payload: the policy name and parameters, operator config, next job id, every
-job (spec, state, class, placement, ranks, times, CPU), and for paired gang
-the predictor history (``policy.predictor.history``) of unfinished jobs.
-
-Restore strategy (documented choice): policies are pure and have no
-serialisation of their own, so the restored controller builds a *fresh*
-policy and re-submits the unfinished jobs, those already started first (in
-submit order, so they find room and are pinned to the nodes their processes
-really occupy), then the queued ones in submit order; paired gang's
-predictor observations are then replayed oldest first. Round-robin position
-and service credit are not restored: after a restart every row's turn starts
-afresh, which costs at most one round of fairness.
+The file format (a checksummed JSON envelope, written atomically, the previous good
+file kept as ``PATH.prev``) and the restore strategy: docs/controller.md, "Checkpoints".
 """
 
 from __future__ import annotations

@@ -1,33 +1,9 @@
-"""Job classes (Gorda & Brooks 1991 §3.1, the gang scheduler's service classes).
+"""Job classes (Gorda & Brooks 1991 §3.1): interactive, production, standby, benchmark.
 
-Gorda & Brooks 1991 distinguishes:
-
-* **interactive** -- served first, on the assumption that it runs briefly;
-  after ``interactive_limit`` seconds of run time it is demoted to production
-  "to prevent monopolization of the machine". Its owner may raise it back
-  (``class`` op); each raise is counted.
-* **production** -- the normal class.
-* **standby** -- receives only "free cycles that the machine has to offer".
-* **benchmark** -- "single-user access for timing": never paired, and its
-  nodes run nothing else while it runs.
-
-The policies in ``controller/policies`` know nothing of classes, so the rules
-are applied around them (none of them needs a policy change):
-
-1. *Admission order.* The controller keeps its own hold queue ordered by
-   class rank (interactive, benchmark, production, standby) then submission,
-   and hands a job to a gang policy only when the policy has nobody waiting,
-   so an interactive job overtakes production jobs that are still waiting.
-   Standby jobs are handed over only when no other job waits at all.
-2. *Plan filter* (:func:`filter_plan`), applied to each quantum plan:
-   a benchmark job's nodes run only that job; a standby job runs only when
-   none of its nodes holds a non-standby job anywhere in the matrix (then
-   the cycles are really idle), otherwise it stays frozen on all its nodes
-   (gang semantics: all ranks or none).
-3. *Benchmark jobs are submitted as exclusive* (Wiseman & Feitelson 2003 §2.4) so paired
-   gang never pairs their row.
-
-Pure functions; the controller feeds them its job table.
+The policies know nothing of classes, so the rules are applied around them: the hold
+order and when a held job may be handed over, the plan filter, demotion. Pure
+functions; the controller feeds them its job table. The rules: docs/controller.md,
+"Job classes".
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """The controller daemon: one selector-driven loop, one quantum at a time.
 
-Wiseman & Feitelson 2003 §3.1: the master "decides for the slaves when they should do a
-context switch" and keeps the matrix. One thread does the quantum round and
-answers requests between rounds, so no request is ever served in the middle
-of a context switch and nothing needs a lock; it runs at SCHED_FIFO where
-permitted (with SCHED_RESET_ON_FORK) so the 10 ms quantum boundary is kept
-under load. The metrics HTTP thread only reads values the loop sets.
-
-Time-triggered switches (``--lead-ms``, docs/cluster.md): for the gang
-family the loop keeps a grid of quantum boundaries on CLOCK_MONOTONIC and
-runs each quantum's round ``lead`` before its boundary, with ``at`` = the
-boundary read on CLOCK_REALTIME, the clock the agents share (on real nodes:
-synchronised by chrony or PTP). The grid never drifts: a round that ends past
-the next boundary skips whole quanta (counted) rather than re-anchoring.
-The lead is at most half the quantum (an operator may shorten the quantum
-while running); 0 is the old immediate mode, where each agent switches when
-the command arrives.
-
-Gorda & Brooks 1991 §3.1, upgrade while running: ``shutdown`` answers, writes the
-checkpoint (the current quantum is complete: requests are only served
-between quanta) and exits; a new process started with ``--restore`` reads
-it, reconnects to the agents, reconciles with their ``status`` and resumes.
-Clients retry meanwhile (controller/client.py), so no request is lost. While
-no controller runs, the agents' fail-safe thaws every job.
+One thread runs the quantum rounds on a fixed grid of boundaries (time-triggered with
+``--lead-ms``) and answers requests between them, so nothing needs a lock; the metrics
+thread only reads what the loop sets. Why, and the upgrade path (``shutdown``, then
+``--restore``): docs/controller.md, "The daemon's loop".
 """
 
 from __future__ import annotations

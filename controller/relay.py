@@ -1,30 +1,10 @@
 """A relay: one sub-controller between the controller and a group of agents (issue 15).
 
-Feitelson & Rudolph 1996 §1–3: one central controller that talks to every node cannot keep up
-as the machine grows, so control is split into a tree. Here the tree has one
-level: the controller sends each relay *one* frame per quantum carrying the
-commands of all its nodes (``quantum_batch``), the relay fans them out to its
-agents with the controller's own pool code (controller/nodes.py
-``AgentPool.quantum``: every command sent first, then every ack collected) and
-answers with one frame holding every node's ack. The controller's per-quantum
-work becomes one encode, one HMAC, one write and one read per *relay*, not per
-node (docs/scale.md has the measurements).
+To the controller a relay looks like an agent; it fans each quantum's batch out to its
+agents with the controller's own pool code and answers with one frame of acks. Its
+protocol and fail-safe choice: docs/scale.md, "The relay tree".
 
-To the controller a relay looks like an agent (controller/relaypool.py): the
-same wire protocol, HMAC sessions, hello, heartbeats. Requests for one node
-(launch, kill, status, local_policy) are forwarded to that node's agent and
-its reply or refusal comes back unchanged; job events are forwarded upstream.
-
-Fail-safe semantics equal to the agents' (the choice, written down in
-docs/scale.md): the relay never keeps its agents alive on its own. It sends
-them heartbeats (and reconnects lost ones) only while frames from the
-controller arrive, so when the controller falls silent the agents hear nothing
-either and their own fail-safes thaw every job one timeout later, exactly as
-without the relay; when the relay itself dies its agents hear nothing and do
-the same. The relay also runs a fail-safe of its own with the agents'
-timeout, shown in its status.
-
-    python -m controller.relay --name r0 --listen 127.0.0.1:17900 \\
+    python -m controller.relay --name r0 --listen 127.0.0.1:17900 \
         --state cluster.json --slice 0:32 --key-file KEY
 """
 

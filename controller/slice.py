@@ -1,37 +1,9 @@
 """The ``slice`` view of gangster (Gorda & Brooks 1991 §3, Figs. 8-9): where would a new job run
 at 100 %?
 
-"This command causes gangster to space-wise pack all the known jobs as best it
-can. The user can subsequently see any time-wise holes that may exist on the
-machine (viewed as vertical groups of dots), and thus cleverly place a job."
-(Gorda & Brooks 1991 §3)
-
-Pure: no clock, no I/O; the controller calls :func:`slice_matrix` for the
-``slice`` op (docs/controller-api.md) and ``cosched slice`` renders the result.
-
-**Packing.** Every known job is a gang of ``size`` nodes. Rows are time slices.
-Jobs are taken largest first (ties by job id, for a deterministic answer) and
-each goes into the first row with room (first-fit decreasing), at the lowest
-free node of that row. Because a row only ever fills from the left and nothing
-is removed, a row's free nodes are always one run on its right, so every job's
-nodes are contiguous without any search. First-fit decreasing minimises the
-number of rows in practice (at most 11/9 of the optimum plus one row), which is what
-"pack as best it can" asks: fewer rows means more time for every job.
-
-**Free runs (the definition).** Under time slicing, a node that holds a job in
-any row gives that job some of its time. A new job therefore gets 100 % of
-its nodes' time exactly when all its nodes are free in *every* packed row: it
-can then run in every slot (alternate scheduling, Wiseman & Feitelson 2003 §2.6) and never
-shares a node. Placing it in a row with room gives it only 1/rows of the
-time, and a new row of its own gives it 1/(rows+1). So ``free_runs`` are the
-maximal runs of consecutive nodes free in every row ("vertical groups of
-dots"), as inclusive ``(first, last)`` node indices; with no jobs at all the
-whole machine is one run. ``fits`` says whether a job of ``size`` nodes fits
-in one of them (with ``size`` None: whether any node is free in every row).
-
-With left-aligned rows the nodes free in every row are the nodes to the right
-of the fullest row; the packing does not try to shrink that fullest row at the
-cost of extra rows, because that would slow every existing job down.
+Pure: no clock, no I/O; the controller calls :func:`slice_matrix` for the ``slice`` op
+(docs/controller-api.md) and ``cosched slice`` renders the result. The packing and the
+definition of a free run: docs/controller.md, "The slice view".
 """
 
 from __future__ import annotations
