@@ -37,6 +37,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "cluster": ("cluster", "clean"),
     "monitor": ("monitor",),
     "remote": ("remote",),
+    "host": ("host",),
 }
 
 DESCRIPTION = """\
@@ -65,6 +66,7 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
   cosched remote status | start | stop | logs | clean -i INVENTORY
                                             operate deployed (or --ssh emulated) nodes
                                             over SSH, hosts from an Ansible inventory
+  cosched host cgroups [v2-only | restore]  this host's cgroup hierarchies (root to change)
 
 Every COMMAND has --help with a description and examples.
 """

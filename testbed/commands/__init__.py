@@ -11,6 +11,8 @@ module                      commands
 ``calibrate``               ``calibrate``
 ``app``                     ``app list|run``
 ``monitor``                 ``monitor up|down|status``
+``remote``                  ``remote status|start|stop|logs|clean``
+``host``                    ``host cgroups status|v2-only|restore``
 ==========================  ===============================================
 
 Each module exposes ``add_commands(subparsers)``; each command is a function
