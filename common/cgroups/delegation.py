@@ -10,6 +10,15 @@ own delegated cgroup, and first moves the processes of that cgroup into a
 in a group without processes of its own.
 
 Hybrid hosts run by systemd keep the v1 hierarchies at the root as before.
+
+systemd (before 254's ``DelegateSubgroup=``) starts a delegated unit's main
+process in the unit's own cgroup. Once cosched has enabled controllers there,
+cgroup v2 refuses that (EBUSY: no processes in a group that passes controllers
+on), so a restart while jobs are still below it (``KillMode=process`` keeps
+them) failed with status 219/CGROUP. :func:`release_base`, run as the unit's
+``ExecStopPost`` (which systemd places in the unit's ``.control`` leaf, unlike
+``ExecStartPre``), gives the controllers back once the agent has exited; the
+next agent enables them again and reattaches its jobs.
 """
 
 from __future__ import annotations
@@ -100,6 +109,38 @@ def prepare_base(cg: Cgroups) -> None:
                 f"cannot move pid {pid} out of the delegated cgroup /{base}: {e.strerror or e}",
                 fix="start cosched as the only process of its unit or scope",
             ) from e
+
+
+def release_base(cg: Cgroups) -> list[str]:
+    """Disable every controller in the delegated base and everything below it.
+
+    Children first (cgroup v2 refuses to take from a parent what a child still
+    passes on); no process moves and nothing is removed, so jobs keep running
+    (their ``cpu.weight`` goes until the next agent enables ``cpu`` again and is
+    told their weights). Returns the groups changed. A no-op off cgroup v2 or
+    without a delegated base.
+    """
+    base = cg.layout.base
+    h = cg.layout.controllers.get("freezer")  # cgroup2: every resource is in one tree
+    if not base or cg.layout.mode != "v2" or h is None:
+        return []
+    changed: list[str] = []
+    for rel in reversed(cg.subtree(base, h)):
+        path = f"{h.mount}/{rel}/cgroup.subtree_control"
+        try:
+            enabled = cg.fs.read(path).split()
+        except OSError:
+            continue
+        if enabled:
+            try:
+                cg.fs.write(path, " ".join(f"-{c}" for c in enabled))
+            except OSError as e:
+                raise CgroupSetupError(
+                    f"cannot disable {' '.join(enabled)} in {path}: {e.strerror or e}",
+                    fix="stop what still uses the unit's cgroup (`cosched clean` on the node)",
+                ) from e
+            changed.append(rel)
+    return changed
 
 
 def base_join(base: str, *parts: str) -> str:

@@ -11,7 +11,8 @@ as Documentation/admin-guide/cgroup-v2.rst and cgroup-v1/*.rst describe it:
   controllers (cpu.weight, cpu.max, cpuset.cpus[.effective]); enabling a
   controller not offered fails with ENOENT, in a non-root group holding
   processes with EBUSY, and so does adding a process to a non-root group
-  that enables controllers (no internal processes); ``cgroup.freeze`` updates
+  that enables controllers (no internal processes), and disabling one a child
+  still enables; ``cgroup.freeze`` updates
   ``cgroup.events``; ``cgroup.kill`` kills the subtree.
 * hybrid (``kind="hybrid"``): the v1 hierarchies plus a cgroup2 tree at
   ``<root>/unified`` offering no cpu/cpuset (this development machine).
@@ -271,7 +272,12 @@ class FakeCgroupFS(CgroupFS):
                         self._put(child / "cgroup.controllers", " ".join(cur))
                         self._add_interface(child, c)
             elif tok.startswith("-") and c in cur:
+                children = [e for e in d.iterdir() if e.is_dir()]
+                if any(c in (e / "cgroup.subtree_control").read_text().split() for e in children):
+                    raise OSError(errno.EBUSY, "Device or resource busy")  # a child passes it on
                 cur.remove(c)
+                for child in children:
+                    self._put(child / "cgroup.controllers", " ".join(cur))
         self._put(path, " ".join(cur))
 
     def _move_pid(self, procs: Path, pid: str) -> None:
