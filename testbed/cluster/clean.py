@@ -7,7 +7,8 @@ Two passes:
    their start time still matches).
 2. A scan that does not need the state file: ``cosched-`` network namespaces,
    root-namespace links named ``csd-``/``csc-``/``csp-``, and the node
-   cgroups ``cosched/n<i>`` (with everything below) in every mounted
+   cgroups ``cosched/n<i>`` and ``cosched/head`` (with everything below: the
+   supervisor and payload groups of a systemd node's ``systemd-nspawn``) in every mounted
    hierarchy, v1 and cgroup2 alike, at the root or below a (systemd-delegated)
    unit up to a few levels down; the ``cosched`` root itself is removed when
    nothing else is left in it. Other children of ``cosched/`` (an agent started by hand, the
@@ -23,8 +24,10 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-from common.cgroups import CgroupError, Cgroups
+from common.cgroups import CgroupError, Cgroups, CgroupSetupError, detect_layout, v2only
+from common.cgroups.layout import systemd_running
 
+from . import nspawn as nspawn_mod
 from . import sshd as sshd_mod
 from . import state as state_mod
 from .cluster import Env, teardown
@@ -86,6 +89,14 @@ def scan_drivers(env: Env) -> list[Cgroups]:
     for prefer in ("auto", "v2"):
         try:
             cg = env.cgroups(prefer)
+        except CgroupSetupError:
+            # A systemd host where this process's own cgroup is not delegated (`cosched
+            # clean` in an SSH session on a node): the scan needs no base of its own, it
+            # looks from every hierarchy's root.
+            try:
+                cg = env.cgroups(layout=detect_layout(prefer, fs=env.cg_fs))
+            except CgroupError:
+                continue
         except CgroupError:
             continue
         if all(cg.layout.mounts() != o.layout.mounts() for o in out):
@@ -190,6 +201,29 @@ def clean(env: Env | None = None) -> CleanReport:
                 rep.removed.append(f"netns {ns}")
         except OSError as err:
             rep.problems.append(f"netns {ns}: {err}")
+
+    # systemd-nspawn's lock and propagation directories a crashed `up --systemd` left; on
+    # a host run by systemd they are machined's and containers', so only off systemd, and
+    # only once no systemd-nspawn runs (those of our nodes died with their node groups)
+    nspawn_run = nspawn_mod.RUN_DIRS[-1]
+    if os.path.isdir(nspawn_run) and not systemd_running() and not nspawn_mod.running():
+        try:
+            nspawn_mod.remove_run_dirs([nspawn_run])
+            rep.removed.append(nspawn_run)
+        except OSError as err:
+            rep.lingering.append(f"{nspawn_run} kept: {err.strerror or err}")
+
+    rec = None
+    try:
+        rec = v2only.load_record()
+    except CgroupError as err:
+        rep.problems.append(str(err))
+    if rec is not None and rec.unmounted:
+        # not undone here: a v2-only stage may be running its live tests, which clean up
+        rep.lingering.append(
+            "the host is cgroup-v2-only (v1 hierarchies unmounted by cosched): "
+            "`cosched host cgroups restore` mounts them back"
+        )
 
     for path in (state_mod.key_path(env.sdir()), state_mod.state_path(env.sdir())):
         try:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,8 @@ from common.cgroups import (
 
 from . import agents as agent_mod
 from . import cpu as cpu_mod
+from . import nspawn as nspawn_mod
+from . import rootfs as rootfs_mod
 from . import sshd as sshd_mod
 from . import state as state_mod
 from .errors import ClusterError
@@ -45,6 +49,8 @@ from .names import (
     CGROUP_ROOT,
     CTL_NETNS,
     DATA_NETNS,
+    HEAD,
+    HEAD_NETNS,
     HOST_CTL_IF,
     HOST_CTL_PEER,
     MAX_NODES,
@@ -93,6 +99,9 @@ class ClusterConfig:
     python: str = sys.executable
     switch: str = "freezer"  # the agents' switch mechanism: freezer | signals (agent/signals.py)
     ssh: bool = False  # an sshd per node and an Ansible inventory (testbed/cluster/sshd.py)
+    # Every node (and a head node) boots Debian with systemd as PID 1 (testbed/cluster/
+    # nspawn.py); implies ssh and no agents from here: the playbook deploys them.
+    systemd: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,7 @@ class ClusterPlan:
     htb: HtbParams
     netem: NetemParams | None
     cpu: cpu_mod.CpuPlan
+    head: NodePlan | None = None  # --systemd: the head node (control network only)
 
 
 def build_plan(config: ClusterConfig, cores: list[int], cgroup_base: str = "") -> ClusterPlan:
@@ -151,6 +161,19 @@ def build_plan(config: ClusterConfig, cores: list[int], cgroup_base: str = "") -
                 agent_cgroup=base_join(cgroup_base, node_cgroup(name), AGENT_LEAF),
             )
         )
+    head = None
+    if config.systemd:
+        head = NodePlan(
+            index=-1,
+            name=HEAD,
+            netns=HEAD_NETNS,
+            data_ip="",
+            ctl_ip=str(addrs.head_ctl_ip(config.nodes)),
+            data_port="",
+            ctl_port=ctl_port(HEAD),
+            cgroup=base_join(cgroup_base, node_cgroup(HEAD)),
+            agent_cgroup="",
+        )
     return ClusterPlan(
         nodes=tuple(nodes),
         addresses=addrs,
@@ -158,6 +181,7 @@ def build_plan(config: ClusterConfig, cores: list[int], cgroup_base: str = "") -
         htb=htb_params(config.profile.rate_bps),
         netem=netem_params(config.profile),
         cpu=cpu,
+        head=head,
     )
 
 
@@ -180,6 +204,13 @@ class Env:
     sshd_available: Callable[[], str | None] = sshd_mod.sshd_available
     ssh_up: Callable[..., None] = sshd_mod.up
     ssh_down: Callable[[sshd_mod.SshState], list[str]] = sshd_mod.down
+    # --systemd: the cached root file system and the containers (testbed/cluster/nspawn.py)
+    nspawn_available: Callable[[], str | None] = nspawn_mod.available
+    rootfs: Callable[..., rootfs_mod.Rootfs] = rootfs_mod.ensure
+    boot_node: Callable[..., nspawn_mod.ContainerRecord] = nspawn_mod.start
+    wait_node: Callable[..., None] = nspawn_mod.wait_booted
+    stop_nodes: Callable[[list[nspawn_mod.ContainerRecord]], list[str]] = nspawn_mod.stop
+    log: Callable[[str], None] = lambda line: None  # progress lines of a long `up`
     state_dir: str | None = None
 
     def sdir(self) -> str:
@@ -223,13 +254,83 @@ def preflight(config: ClusterConfig, env: Env) -> tuple[ClusterPlan, dict[str, b
             "the agent package cannot be started (`python -m agent` missing); "
             "use --no-agents to bring up the network and cgroups only"
         )
-    if config.ssh and (problem := env.sshd_available()):
+    if config.ssh and not config.systemd and (problem := env.sshd_available()):
         raise ClusterError(f"--ssh needs sshd: {problem}")
+    if config.systemd:
+        _preflight_systemd(config, env, cg)
     features = env.net.probe_features()
     missing = [f for f in REQUIRED_FEATURES if not features.get(f)]
     if missing:
         raise ClusterError(f"kernel lacks needed network features: {', '.join(missing)}")
     return plan, features, cg
+
+
+def _preflight_systemd(config: ClusterConfig, env: Env, cg: Cgroups) -> None:
+    """What systemd nodes need beyond any cluster: nspawn, and cgroup2 with controllers."""
+    if config.start_agents:
+        raise ClusterError(
+            "--systemd nodes get their agents from the playbook, not from `cluster up`",
+            fix="add --no-agents, then `ansible-playbook -i $COSCHED_STATE_DIR/inventory.yml "
+            "site.yml` (docs/deploy.md)",
+        )
+    if (problem := env.nspawn_available()) is not None:
+        raise ClusterError(f"--systemd needs systemd-nspawn: {problem}")
+    lay = cg.layout
+    if lay.mode != "v2" or "cpu" not in lay.v2_controllers:
+        bound = ", ".join(f"{c} at {m}" for c, m in sorted(lay.bound_v1.items())) or "none"
+        why = (
+            f"v1 hierarchies hold {bound}"
+            if lay.bound_v1
+            else f"cgroup2 at {lay.unified} offers no cpu controller"
+            if lay.unified
+            else "no cgroup2 is mounted"
+        )
+        raise ClusterError(
+            "--systemd nodes need a cgroup-v2-only host whose cgroup2 offers cpu "
+            f"(their systemd delegates it to Delegate=yes units), but {why}",
+            fix="make this host v2-only first with `sudo cosched host cgroups v2-only` "
+            "(`cosched host cgroups restore` gives v1 back), or boot with "
+            "systemd.unified_cgroup_hierarchy=1",
+        )
+
+
+def _pass_on(cg: Cgroups, path: str, controllers: tuple[str, ...]) -> None:
+    """On cgroup2, enable ``controllers`` (those offered) in every group from the layout's
+    base down to ``path`` itself, so that the groups below ``path`` are offered them (a
+    container's systemd delegates what it is offered). Never above the base: systemd's."""
+    unified = cg.layout.unified
+    if unified is None:
+        return
+    base = cg.layout.base
+    rel = path[len(base) :].strip("/") if base and path.startswith(base) else path
+    d = f"{unified}/{base}" if base else unified
+    for comp in ["", *rel.split("/")] if rel else [""]:
+        d = f"{d}/{comp}" if comp else d
+        enabled = cg.fs.read(f"{d}/cgroup.subtree_control").split()
+        offered = cg.fs.read(f"{d}/cgroup.controllers").split()
+        want = [c for c in controllers if c in offered and c not in enabled]
+        if want:
+            cg.fs.write(f"{d}/cgroup.subtree_control", " ".join(f"+{c}" for c in want))
+
+
+def systemd_inventory_vars(python: str, key_path: str) -> dict[str, Any]:
+    """Inventory variables that fit ansible/site.yml to the systemd nodes (docs/deploy.md):
+    cosched from the checkout bound into every node, no packages or sysctls (no mirror is
+    reachable from the nodes; /proc/sys is read-only in a container), the tree's own
+    Prometheus on the head, no Grafana (Debian has no package), the cluster key the
+    playbook generates kept with the cluster's SSH files (removed with them)."""
+    return {
+        "cosched_key_generate_path": key_path,
+        "service_manager": "systemd",
+        "cosched_emulated": False,
+        "cosched_install_from": "none",
+        "cosched_venv_python": python,
+        "cosched_venv": os.path.dirname(os.path.dirname(python)),
+        "cosched_manage_packages": False,
+        "cosched_manage_sysctls": False,
+        "cosched_prometheus_manage_package": False,
+        "cosched_grafana_enabled": False,
+    }
 
 
 def _root_cgroup(cg: Cgroups) -> str:
@@ -253,6 +354,11 @@ def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
     """Create the cluster. On any failure, remove what was made and raise ClusterError."""
     env = env or Env()
     plan, features, cg = preflight(config, env)
+    tree = None
+    if config.systemd:
+        # before anything exists: a first build takes minutes and may fail on its own
+        tree = env.rootfs(log=env.log)
+        env.log(tree.describe())
     st = ClusterState(
         nodes=[n.to_dict() for n in plan.nodes],
         addresses=plan.addresses.to_dict(),
@@ -264,6 +370,15 @@ def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
         features=features,
         cgroup_layout=cg.layout.to_dict(),
     )
+    if tree is not None:
+        st.systemd = {
+            "rootfs": tree.path,
+            "rootfs_built_now": tree.built_now,
+            "rootfs_build_s": round(tree.build_s, 1),
+            "rootfs_lookup_s": round(tree.lookup_s, 2),
+            "head": plan.head.to_dict() if plan.head else None,
+            "containers": [],
+        }
     try:
         _create(plan, config, st, env, cg)
     except BaseException as err:
@@ -305,6 +420,15 @@ def _create(
             net.add_address(n.netns, ifname, ip, plen)
             net.set_up(n.netns, ifname)
 
+    if plan.head is not None:
+        # the head node (--systemd): on the control network only, like a real head
+        h = plan.head
+        record_netns(h.netns)
+        net.add_veth(h.netns, NODE_CTL_IF, CTL_NETNS, h.ctl_port)
+        net.set_master(CTL_NETNS, h.ctl_port, BRIDGE)
+        net.add_address(h.netns, NODE_CTL_IF, h.ctl_ip, prefix_ctl)
+        net.set_up(h.netns, NODE_CTL_IF)
+
     # The controller's door into the control network.
     st.root_links.append(HOST_CTL_IF)
     state_mod.save(st, sdir)
@@ -333,14 +457,34 @@ def _create(
     st.cgroups.append(root)
     state_mod.save(st, sdir)
     cg.ensure_parent(root, enable)
+    if config.systemd:
+        # every controller cgroup2 offers, down to the node groups: systemd-nspawn
+        # passes them on to its container, whose systemd delegates them
+        _pass_on(cg, root, nspawn_mod.NODE_CONTROLLERS)
     for n in plan.nodes:
         st.cgroups.append(n.cgroup)
         state_mod.save(st, sdir)
+        if config.systemd:
+            # systemd-nspawn starts in the node's group and enables its controllers
+            # itself, after it has moved out into <node>/supervisor
+            cg.ensure_parent(n.cgroup, ())
+            cpu_mod.apply_node(cg, plan.cpu, n.index, n.cgroup)
+            continue
         # cpu for the weights of the jobs the agent makes below the node.
         cg.ensure_parent(n.cgroup, ("cpu",) if "cpuset" not in enable else ("cpu", "cpuset"))
         # Limits before the leaf: a v1 cpuset may not shrink below a child's CPUs.
         cpu_mod.apply_node(cg, plan.cpu, n.index, n.cgroup)
         cg.create(n.agent_cgroup)
+    if plan.head is not None:
+        st.cgroups.append(plan.head.cgroup)
+        state_mod.save(st, sdir)
+        cg.ensure_parent(plan.head.cgroup, ())
+
+    if config.systemd:
+        st.cpu["rt_runtime_us_per_node"] = "none (cgroup2 has no per-group RT budget)"
+        _boot_systemd_nodes(plan, config, st, env, cg)
+        return
+
     try:
         rt = cpu_mod.grant_rt_runtime(cg, root, [[n.cgroup, n.agent_cgroup] for n in plan.nodes])
         st.cpu["rt_runtime_us_per_node"] = (
@@ -389,6 +533,49 @@ def _create(
         env.ssh_up(ssh, hosts, paths, leaf_procs, save)
 
 
+def _boot_systemd_nodes(
+    plan: ClusterPlan, config: ClusterConfig, st: ClusterState, env: Env, cg: Cgroups
+) -> None:
+    """The SSH files and one booted container per node and for the head (nspawn.py)."""
+    sdir, sd = env.sdir(), st.systemd
+    assert sd is not None and plan.head is not None and cg.layout.unified is not None
+    paths = sshd_mod.SshPaths(sdir)
+    st.ssh = sshd_mod.SshState(paths.dir, paths.inventory, paths.ssh_config, sshds=[]).to_dict()
+    state_mod.save(st, sdir)
+    members = [plan.head, *plan.nodes]
+    hosts = [sshd_mod.SshHost(n.name, n.ctl_ip, n.netns, n.data_ip or None) for n in members]
+    key = os.path.join(paths.dir, "cluster.key")
+    sshd_mod.write_files(hosts, paths, systemd_inventory_vars(config.python, key))
+    with open(paths.client_key + ".pub", encoding="utf-8") as f:
+        client_pub = f.read()
+    specs = []
+    for n in members:
+        node_dir = os.path.join(paths.dir, f"node-{n.name}")
+        spec = nspawn_mod.NodeSpec(n.name, n.netns, n.ctl_ip, node_dir)
+        nspawn_mod.write_node_files(spec, paths.host_key, client_pub)
+        specs.append((spec, n))
+    sd["made_run_dirs"] = nspawn_mod.missing_run_dirs()
+    state_mod.save(st, sdir)
+    binds = nspawn_mod.software_binds()
+    t0 = time.monotonic()
+    booting = []
+    for spec, n in specs:
+        log = os.path.join(sdir, f"node-{n.name}.log")
+        rec = env.boot_node(spec, sd["rootfs"], cg.layout.unified, n.cgroup, binds, log)
+        sd["containers"].append(rec.to_dict())
+        state_mod.save(st, sdir)
+        booting.append((rec, spec))
+    for i, (rec, spec) in enumerate(booting):
+        try:
+            env.wait_node(cg.layout.unified, rec, t0, spec)
+        finally:
+            sd["containers"][i] = rec.to_dict()
+            state_mod.save(st, sdir)
+    sd["boot_s"] = round(time.monotonic() - t0, 2)
+    env.log(f"{len(booting)} systemd node(s) booted in {sd['boot_s']:.1f} s "
+            f"({', '.join(f'{r.node} {r.boot_s:.1f} s' for r, _ in booting)})")  # fmt: skip
+
+
 # --------------------------------------------------------------------- teardown
 
 
@@ -405,6 +592,17 @@ def teardown(st: ClusterState, env: Env) -> list[str]:
             fn(*args)
         except Exception as err:  # report and continue: partial cleanup beats none
             problems.append(f"{what}: {err}")
+
+    sd = st.systemd or {}
+    if sd.get("containers"):
+        # First the systemd nodes, in order (their systemd stops its units); the
+        # node groups' removal below takes whatever outlived that.
+        recs = [nspawn_mod.ContainerRecord.from_dict(c) for c in sd["containers"]]
+        try:
+            for line in env.stop_nodes(recs):
+                env.log(line)
+        except Exception as err:
+            problems.append(f"systemd nodes: {err}")
 
     if st.ssh:
         # First: nothing new may be started over SSH while the rest goes.
@@ -432,6 +630,10 @@ def teardown(st: ClusterState, env: Env) -> list[str]:
             for path in sorted(st.cgroups[1:], key=lambda p: p.count("/"), reverse=True):
                 attempt(f"cgroup /{path}", cg.remove_tree, path, env.kill)
             attempt(f"cgroup /{root}", cg.remove_if_empty, root)
+
+    if sd.get("made_run_dirs"):
+        attempt("systemd-nspawn's run directories", nspawn_mod.remove_run_dirs,
+                sd["made_run_dirs"])  # fmt: skip
 
     for link in reversed(st.root_links):
         attempt(f"link {link}", env.net.delete_link, None, link)
@@ -543,7 +745,9 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         if cpu_plan is not None and cg is not None:
             entry["cpu"] = cpu_mod.read_back(cg, cpu_plan, n["cgroup"])
         rec = agents.get(n["name"])
-        if rec is None:
+        if rec is None and st.systemd:
+            entry["agent"] = "not started here: the playbook deploys it as a systemd unit"
+        elif rec is None:
             entry["agent"] = "not started"
         else:
             alive = agent_mod.same_process(rec.pid, rec.start_time)
@@ -567,7 +771,35 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         "addresses": st.addresses,
         "key_file": st.key_file,
         "ssh": _ssh_status(st.ssh),
+        "systemd": _systemd_status(st.systemd, probe),
         "nodes": nodes,
+    }
+
+
+def _systemd_status(sd: dict[str, Any] | None, probe: bool) -> dict[str, Any] | None:
+    """Each systemd node's container now: nspawn alive, and what its systemd says."""
+    if not sd:
+        return None
+    out: dict[str, str] = {}
+    for c in sd.get("containers", []):
+        rec = nspawn_mod.ContainerRecord.from_dict(c)
+        if not agent_mod.same_process(rec.pid, rec.start_time):
+            out[rec.node] = f"systemd-nspawn pid {rec.pid} DEAD"
+            continue
+        state = rec.state or "?"
+        if probe and agent_mod.same_process(rec.leader, rec.leader_start):
+            try:
+                r = nspawn_mod.in_node(rec, ["systemctl", "is-system-running"], timeout=5)
+                state = r.stdout.strip() or r.stderr.strip()
+            except (OSError, subprocess.TimeoutExpired) as err:
+                state = f"unknown ({err})"
+        out[rec.node] = f"systemd-nspawn pid {rec.pid}, systemd (pid {rec.leader}) {state}"
+    return {
+        "rootfs": sd.get("rootfs"),
+        "rootfs_build_s": sd.get("rootfs_build_s"),
+        "boot_s": sd.get("boot_s"),
+        "head": (sd.get("head") or {}).get("ctl_ip"),
+        "containers": out,
     }
 
 
@@ -592,7 +824,11 @@ def _rt(value: object) -> str:
     return f"{value} us/s" if isinstance(value, int) else str(value)
 
 
-def _ssh_line(ssh: dict[str, Any] | None) -> str:
+def _ssh_line(ssh: dict[str, Any] | None, systemd: bool = False) -> str:
+    if ssh and systemd:
+        return f"ssh: each systemd node's own sshd; inventory {ssh['inventory']}; " + (
+            f"`ssh -F {ssh['ssh_config']} n0`"
+        )
     if not ssh:
         return "ssh: no (`cosched cluster up --ssh` runs an sshd per node)"
     alive = ssh.get("sshd_alive", {})
@@ -601,6 +837,19 @@ def _ssh_line(ssh: dict[str, Any] | None) -> str:
         f" (DEAD: {', '.join(dead)})" if dead else ""
     )
     return f"ssh: yes, {state}; inventory {ssh['inventory']}; `ssh -F {ssh['ssh_config']} n0`"
+
+
+def _systemd_lines(sd: dict[str, Any] | None) -> list[str]:
+    if not sd:
+        return []
+    return [
+        f"systemd nodes: Debian with systemd as PID 1 (systemd-nspawn), booted in "
+        f"{sd.get('boot_s') or 0:.1f} s; root file system {sd['rootfs']} "
+        f"(built in {sd.get('rootfs_build_s') or 0:.1f} s)",
+        *(f"  {node}: {line}" for node, line in sd["containers"].items()),
+        f"  head (controller, monitoring) at {sd.get('head')}: deploy with "
+        "`ansible-playbook -i <inventory> ansible/site.yml`",
+    ]
 
 
 def format_status(report: dict[str, Any]) -> str:
@@ -627,7 +876,8 @@ def format_status(report: dict[str, Any]) -> str:
         + ("" if report.get("weights_enforced") is not False else " (job weights NOT enforced)"),
         f"controller (host) address: {report['host_ctl_ip']} on {HOST_CTL_IF}",
         f"shared key: {report['key_file']}",
-        _ssh_line(report.get("ssh")),
+        _ssh_line(report.get("ssh"), bool(report.get("systemd"))),
+        *_systemd_lines(report.get("systemd")),
         "nodes:",
     ]
     for n in report["nodes"]:

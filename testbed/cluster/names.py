@@ -28,6 +28,9 @@ HOST_CTL_IF = "csc-host"
 HOST_CTL_PEER = "csc-hostp"
 
 CGROUP_ROOT = "cosched"
+# `cluster up --systemd`: the head (controller, monitoring) is a node of its own.
+HEAD = "head"
+HEAD_NETNS = NETNS_PREFIX + HEAD
 
 MAX_NODES = 200
 IFNAMSIZ = 15
@@ -69,11 +72,12 @@ def node_cgroup(node: str) -> str:
     return f"{CGROUP_ROOT}/{node}"
 
 
-_NODE_RE = re.compile(r"^n\d+$")
+_NODE_RE = re.compile(r"^(n\d+|head)$")
 
 
 def is_node_cgroup(name: str) -> bool:
-    """A child of ``cosched/`` that is a cluster node's parent cgroup (``n0``, ``n17``).
+    """A child of ``cosched/`` that is a cluster node's parent cgroup (``n0``, ``n17``,
+    and ``head``, the head node of ``cluster up --systemd``).
 
     Other children of ``cosched/`` (an agent run by hand, the agent's own
     integration tests) are not the cluster's and are left alone by ``clean``.
@@ -153,6 +157,21 @@ class AddressPlan:
         addr = net.network_address + index + 1
         if addr >= net.broadcast_address:
             raise ValueError(f"node {index} does not fit into {net}")
+        return addr
+
+    def head_ctl_ip(self, nodes: int) -> ipaddress.IPv4Address:
+        """The head node's control address (``cluster up --systemd``): the one below the
+        host's, which must not be a node's."""
+        addr = self.host_ctl_ip - 1
+        if (
+            addr not in self.ctl_subnet
+            or addr == self.ctl_subnet.network_address
+            or (nodes and addr <= self.ctl_ip(nodes - 1))
+        ):
+            raise ValueError(
+                f"no control address left for the head below the host's {self.host_ctl_ip} "
+                f"with {nodes} nodes in {self.ctl_subnet}"
+            )
         return addr
 
     def validate(self, nodes: int) -> None:

@@ -219,17 +219,35 @@ def _y(value: object) -> str:
     return json.dumps(value)
 
 
-def render_inventory(hosts: list[SshHost], paths: SshPaths) -> str:
+def render_inventory(
+    hosts: list[SshHost], paths: SshPaths, systemd_vars: dict[str, Any] | None = None
+) -> str:
     """The Ansible inventory of the emulated cluster (groups controller, agents, monitor;
-    variable names of ansible/inventory/example/hosts.yml)."""
+    variable names of ansible/inventory/example/hosts.yml). ``systemd_vars``: the nodes
+    are systemd containers (testbed/cluster/nspawn.py), each with its own file system,
+    and these variables fit the playbook to them."""
     common = " ".join(f"-o {o}" for o in ssh_options(paths))
-    head = next(h for h in hosts if h.netns is None)
-    nodes = [h for h in hosts if h.netns is not None]
+    head = next(h for h in hosts if h.name == HEAD)
+    nodes = [h for h in hosts if h.name != HEAD]
+    if systemd_vars is None:
+        about = [
+            "# The emulated nodes share this host's file system, processes and users;",
+            "# each has its own network namespace and its sshd on its control address.",
+        ]
+        # One kernel for every node: `cosched remote clean` must not run `cosched clean`
+        # on one of them (it would take the whole local cluster down).
+        extra = ["    cosched_emulated: true"]
+    else:
+        about = [
+            "# systemd nodes (`cluster up --systemd`): Debian containers with systemd as",
+            "# PID 1, each in its node's network namespace and cgroup, with a file system",
+            "# of its own; the cosched checkout is bound in read-only.",
+        ]
+        extra = [f"    {k}: {_y(v)}" for k, v in systemd_vars.items()]
     out = [
         "---",
         "# Written by `cosched cluster up --ssh`; removed by `cosched cluster down`.",
-        "# The emulated nodes share this host's file system, processes and users;",
-        "# each has its own network namespace and its sshd on its control address.",
+        *about,
         "all:",
         "  vars:",
         "    ansible_user: root",
@@ -237,9 +255,7 @@ def render_inventory(hosts: list[SshHost], paths: SshPaths) -> str:
         f"    ansible_ssh_private_key_file: {_y(paths.client_key)}",
         f"    ansible_ssh_common_args: {_y(common)}",
         f"    ansible_python_interpreter: {_y(PYTHON)}",
-        # One kernel for every node: `cosched remote clean` must not run `cosched clean`
-        # on one of them (it would take the whole local cluster down).
-        "    cosched_emulated: true",
+        *extra,
         "  children:",
         "    controller:",
         "      hosts:",
@@ -351,18 +367,22 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def write_files(hosts: list[SshHost], paths: SshPaths) -> None:
-    """Keys, sshd configs, authorized_keys, known_hosts, ssh_config, inventory."""
+def write_files(
+    hosts: list[SshHost], paths: SshPaths, systemd_vars: dict[str, Any] | None = None
+) -> None:
+    """Keys, sshd configs, authorized_keys, known_hosts, ssh_config, inventory.
+    With ``systemd_vars`` (systemd nodes run their own sshd) no sshd configs."""
     _private_dir(paths.dir)
     _keygen(paths.host_key, "cosched-cluster-host")
     _keygen(paths.client_key, "cosched-cluster-client")
     write_private(paths.authorized_keys, _read(paths.client_key + ".pub"))
     write_private(paths.known_hosts, render_known_hosts(hosts, _read(paths.host_key + ".pub")))
-    strict = path_is_safe(paths.dir)
-    for h in hosts:
-        write_private(paths.conf(h.name), render_sshd_config(h, paths, strict))
+    if systemd_vars is None:
+        strict = path_is_safe(paths.dir)
+        for h in hosts:
+            write_private(paths.conf(h.name), render_sshd_config(h, paths, strict))
     write_private(paths.ssh_config, render_ssh_config(hosts, paths))
-    write_private(paths.inventory, render_inventory(hosts, paths))
+    write_private(paths.inventory, render_inventory(hosts, paths, systemd_vars))
 
 
 def _wait_listening(ip: str, proc: subprocess.Popen[bytes], log: str, timeout: float) -> None:

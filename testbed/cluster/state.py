@@ -70,6 +70,9 @@ class ClusterState:
     emulated: dict[str, Any] | None = None
     # ``up --ssh`` (testbed/cluster/sshd.py SshState.to_dict()): files and sshd PIDs.
     ssh: dict[str, Any] | None = None
+    # ``up --systemd`` (testbed/cluster/nspawn.py): the root file system, the head node,
+    # the containers (ContainerRecord.to_dict()) and the run directories nspawn made.
+    systemd: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -62,6 +62,7 @@ def add_commands(subparsers: Any) -> None:
         "  sudo cosched cluster up --nodes 2 --ssh --no-agents"
         "   # bare nodes for `ansible-playbook -i $STATE/inventory.yml`\n"
         "  sudo cosched cluster up --nodes 2 --cgroup v2      # cgroup2 alone on a hybrid host\n"
+        "  sudo cosched cluster up --nodes 2 --systemd        # Debian + systemd nodes, a head\n"
         "  sudo cosched cluster up --emulated-nodes 1024      # 1,024 emulated agents, 32 relays\n"
         "  sudo systemd-run --scope -p Delegate=yes cosched cluster up --nodes 4"
         "   # cgroup-v2 host with systemd",
@@ -147,6 +148,18 @@ def add_commands(subparsers: Any) -> None:
         "monitor) and $COSCHED_STATE_DIR/ssh_config (`ssh -F .../ssh_config n0`). Keys are "
         "made per cluster under $COSCHED_STATE_DIR/ssh; `down` and `clean` remove it all. "
         "Needs openssh-server. Agents still start unless --no-agents",
+    )
+    up.add_argument(
+        "--systemd",
+        action="store_true",
+        help="boot every node, and a head node for the controller and monitoring, as a "
+        "Debian bookworm container with systemd as PID 1 (systemd-nspawn) in the node's "
+        "namespace and cgroup, with sshd and cgroup2 controllers delegated to it; implies "
+        "--ssh and --no-agents: deploy with `ansible-playbook -i "
+        "$COSCHED_STATE_DIR/inventory.yml ansible/site.yml`. The root file system is built "
+        "once with debootstrap and cached in /var/cache/cosched/rootfs. Needs a "
+        "cgroup-v2-only host (`cosched host cgroups v2-only`) and systemd-container "
+        "(docs/deploy.md)",
     )
     up.add_argument(
         "--data-subnet", default=DEFAULT_DATA_SUBNET, help="data network (default %(default)s)"
@@ -248,18 +261,26 @@ def cmd_up(args: argparse.Namespace) -> int:
         cpu_mechanism=args.cpu_mechanism,
         cfs_period_us=args.cfs_period_us,
         addresses=addrs,
-        start_agents=args.agents,
+        start_agents=args.agents and not args.systemd,
         cgroup=args.cgroup,
         switch=args.switch,
-        ssh=args.ssh,
+        ssh=args.ssh or args.systemd,
+        systemd=args.systemd,
     )
-    st = cluster_mod.up(config)
+    st = cluster_mod.up(config, cluster_mod.Env(log=lambda line: print(line, flush=True)))
     print(
         f"cluster up: {len(st.nodes)} node(s), link {profile.describe()}, "
         f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}, "
-        f"cgroups {st.cgroup_layout.get('mode')}" + ("" if args.agents else ", no agents")
+        f"cgroups {st.cgroup_layout.get('mode')}" + ("" if config.start_agents else ", no agents")
     )
-    if st.ssh:
+    if st.systemd:
+        print(
+            f"systemd nodes: head {st.systemd['head']['ctl_ip']} and {len(st.nodes)} node(s); "
+            f"inventory {st.ssh and st.ssh['inventory']}; deploy with `ansible-playbook -i "
+            f"{st.ssh and st.ssh['inventory']} site.yml` in ansible/; "
+            f"try `ssh -F {st.ssh and st.ssh['ssh_config']} n0 systemctl status`"
+        )
+    elif st.ssh:
         ready = [r.get("ready_s", 0.0) for r in st.ssh.get("sshds") or []]
         print(
             f"ssh: {len(ready)} sshd listening (slowest after {max(ready, default=0):.2f} s); "

@@ -1,0 +1,173 @@
+"""``cluster up --systemd`` against the fakes: the head, the node groups systemd-nspawn
+boots in, the inventory, the refusals, teardown and rollback (no container runs here;
+tests/integration/test_deploy_systemd.py boots them)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from common.cgroups import Cgroups, Layout
+from common.cgroups.delegation import release_base
+from common.cgroups.fake import FakeCgroupFS, fake_hybrid
+from testbed.cluster import cluster as cl
+from testbed.cluster import nspawn, rootfs
+from testbed.cluster.errors import ClusterError
+from tests.unit.test_cluster_lifecycle import assert_pristine, config, make_env
+
+
+class FakeNodes:
+    """Stands in for rootfs.ensure and nspawn.start/wait_booted/stop."""
+
+    def __init__(self, fail_wait: str | None = None) -> None:
+        self.booted: dict[str, nspawn.ContainerRecord] = {}
+        self.stopped: list[str] = []
+        self.fail_wait = fail_wait
+        self.specs: dict[str, nspawn.NodeSpec] = {}
+
+    def rootfs(self, log: Any = None) -> rootfs.Rootfs:
+        return rootfs.Rootfs("/cache/bookworm-x", False, 120.0, 0.01, "http://m")
+
+    def boot(self, spec: nspawn.NodeSpec, tree: str, unified: str, cgroup: str,
+             binds: list[str], log: str) -> nspawn.ContainerRecord:  # fmt: skip
+        assert os.path.isdir(f"{unified}/{cgroup}") and tree == "/cache/bookworm-x"
+        self.specs[spec.name] = spec
+        rec = nspawn.ContainerRecord(spec.name, 5000 + len(self.booted), 1.0, cgroup, log)
+        self.booted[spec.name] = rec
+        return rec
+
+    def wait(self, unified: str, rec: nspawn.ContainerRecord, started: float,
+             spec: nspawn.NodeSpec) -> None:  # fmt: skip
+        if rec.node == self.fail_wait:
+            raise RuntimeError(f"{rec.node}: systemd says 'degraded'")
+        rec.state, rec.boot_s, rec.leader = "running", 1.5, 7000
+
+    def stop(self, recs: list[nspawn.ContainerRecord]) -> list[str]:
+        self.stopped += [r.node for r in recs]
+        return []
+
+
+def v2_host(tmp_path: Path) -> FakeCgroupFS:
+    # a host made v2-only: cgroup2 offers what the v1 hierarchies gave back
+    return FakeCgroupFS(
+        tmp_path / "cg", kind="v2", v2_controllers="cpuset cpu io hugetlb pids"
+    ).build()
+
+
+def systemd_env(tmp_path: Path, fs: FakeCgroupFS, nodes: FakeNodes) -> cl.Env:
+    env = make_env(tmp_path, fs=fs)
+    env.nspawn_available = lambda: None
+    env.rootfs = nodes.rootfs
+    env.boot_node = nodes.boot
+    env.wait_node = nodes.wait
+    env.stop_nodes = nodes.stop
+    return env
+
+
+def sd_config(nodes: int = 2, **kw: Any) -> cl.ClusterConfig:
+    return config(nodes, systemd=True, ssh=True, start_agents=False, **kw)
+
+
+def test_up_makes_a_head_and_node_groups_with_every_controller_passed_on(tmp_path: Path) -> None:
+    fs, nodes = v2_host(tmp_path), FakeNodes()
+    env = systemd_env(tmp_path, fs, nodes)
+    st = cl.up(sd_config(2), env)
+    assert st.systemd is not None and st.systemd["rootfs"] == "/cache/bookworm-x"
+    assert [c["node"] for c in st.systemd["containers"]] == ["head", "n0", "n1"]
+    assert all(c["state"] == "running" for c in st.systemd["containers"])
+    # the head is on the control network only, below the host's address
+    assert "cosched-head" in env.net.list_netns()  # type: ignore[attr-defined]
+    assert nodes.specs["head"].ctl_ip == "10.212.0.253" and nodes.specs["n1"].ctl_ip == "10.212.0.2"
+    # systemd-nspawn is offered cpu, cpuset, io and pids in each node's group and
+    # enables them there itself: the node groups are bare (no agent leaf, no key)
+    for g in ("", "cosched"):
+        assert set(fs.knob("", g, "cgroup.subtree_control").split()) == {
+            "cpu",
+            "cpuset",
+            "io",
+            "pids",
+        }
+    for n in ("head", "n0", "n1"):
+        assert (
+            fs.has("", f"cosched/{n}")
+            and fs.knob("", f"cosched/{n}", "cgroup.subtree_control") == ""
+        )
+    assert not fs.has("", "cosched/n0/agent") and st.agents == [] and st.key_file is None
+    # the inventory fits the playbook to the nodes; every node has its own sshd files
+    inv = yaml.safe_load(Path(st.ssh["inventory"]).read_text())  # type: ignore[index]
+    allv = inv["all"]["vars"]
+    assert allv["service_manager"] == "systemd" and allv["cosched_emulated"] is False
+    assert allv["cosched_install_from"] == "none" and allv["cosched_manage_sysctls"] is False
+    assert inv["all"]["children"]["controller"]["hosts"]["head"]["ansible_host"] == "10.212.0.253"
+    assert set(inv["all"]["children"]["agents"]["hosts"]) == {"n0", "n1"}
+    assert Path(nodes.specs["n0"].node_dir, "sshd_config").read_text().count("10.212.0.1:22") == 1
+    report = cl.status(env, probe=False)
+    assert report is not None and set(report["systemd"]["containers"]) == {"head", "n0", "n1"}
+    assert "systemd nodes: Debian with systemd as PID 1" in cl.format_status(report)
+
+    existed, problems = cl.down(env)
+    assert existed and problems == [] and nodes.stopped == ["head", "n0", "n1"]
+    assert_pristine(env)
+    assert not os.path.exists(st.ssh["dir"])  # type: ignore[index]
+
+
+def test_a_node_that_does_not_boot_rolls_everything_back(tmp_path: Path) -> None:
+    fs, nodes = v2_host(tmp_path), FakeNodes(fail_wait="n1")
+    env = systemd_env(tmp_path, fs, nodes)
+    with pytest.raises(ClusterError, match=r"n1: systemd says 'degraded'.*rolled back"):
+        cl.up(sd_config(2), env)
+    assert nodes.stopped == ["head", "n0", "n1"]
+    assert_pristine(env)
+
+
+def test_a_hybrid_host_is_refused_in_one_line_that_says_how_to_switch(tmp_path: Path) -> None:
+    fs = fake_hybrid(tmp_path / "cg")
+    env = systemd_env(tmp_path, fs, FakeNodes())
+    with pytest.raises(ClusterError) as e:
+        cl.up(sd_config(2), env)
+    msg = str(e.value)
+    assert "\n" not in msg and "cosched host cgroups v2-only" in msg
+    assert "cpu at " in msg and "v1 hierarchies hold" in msg
+    assert_pristine(env)
+
+
+def test_no_nspawn_and_agents_from_here_are_refused(tmp_path: Path) -> None:
+    env = systemd_env(tmp_path, v2_host(tmp_path), FakeNodes())
+    env.nspawn_available = lambda: (
+        "systemd-nspawn is missing — install it: apt-get install systemd-container"
+    )
+    with pytest.raises(ClusterError, match="apt-get install systemd-container"):
+        cl.up(sd_config(2), env)
+    with pytest.raises(ClusterError, match="get their agents from the playbook"):
+        cl.up(config(2, systemd=True, ssh=True), env)
+    assert_pristine(env)
+
+
+def test_release_base_lets_systemd_start_the_agent_again_beside_its_jobs(tmp_path: Path) -> None:
+    """The restart of a delegated agent with jobs left (KillMode=process) failed with
+    219/CGROUP on a systemd node: its unit's cgroup passed cpu on, so the new main
+    process could not be put there. release_base (the unit's ExecStopPost) undoes that."""
+    fs = v2_host(tmp_path)
+    unit = "system.slice/cosched-agent.service"
+    fs.make("", unit)
+    fs.delegate(unit)
+    lay = Layout.from_dict(fs.layout("v2").to_dict()).with_base(unit, delegated=True)
+    cg = Cgroups(lay, fs=fs)
+    fs.set_knob("", "", "cgroup.subtree_control", "+cpu")
+    fs.set_knob("", "system.slice", "cgroup.subtree_control", "+cpu")
+    cg.enter_leaf(unit, "supervisor", 100)  # the agent, as it starts
+    cg.ensure_parent(f"{unit}/cosched/n0")
+    cg.create(f"{unit}/cosched/n0/job-1")
+    cg.add_pid(f"{unit}/cosched/n0/job-1", 200)
+    fs.exit_pid(100)  # `systemctl stop`: the agent goes, its job stays
+    with pytest.raises(OSError):  # what systemd ran into: EBUSY
+        fs.write(f"{fs.root}/{unit}/cgroup.procs", "300")
+    changed = release_base(cg)
+    assert changed[-1] == unit and f"{unit}/cosched" in changed
+    fs.write(f"{fs.root}/{unit}/cgroup.procs", "300")  # the new agent's process
+    assert 300 in fs.procs("", unit) and 200 in fs.procs("", f"{unit}/cosched/n0/job-1")
+    assert release_base(Cgroups(fs.layout("v2"), fs=fs)) == []  # no delegated base: nothing
