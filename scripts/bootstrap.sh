@@ -3,7 +3,9 @@
 # As root, also the Debian packages the tests use: prometheus (promtool lints the
 # exporters; the server is scraped in end-to-end runs) and Open MPI (openmpi-bin,
 # libopenmpi-dev: mpirun for the apps over real MPI; mpi4py builds against it),
-# openssh-server (the deploy test's nodes) and vagrant (validates the Vagrantfile).
+# openssh-server (the deploy test's nodes), vagrant (validates the Vagrantfile),
+# systemd-container and debootstrap (the systemd nodes of `cluster up --systemd`:
+# systemd-nspawn boots a Debian tree debootstrap builds from Debian's packages).
 set -euo pipefail
 venv=${1:-.venv}
 py=${PYTHON:-python3}
@@ -16,6 +18,9 @@ if [ "$(id -u)" = 0 ]; then
   # `vagrant validate` on the Vagrantfile.
   [ -x /usr/sbin/sshd ] || debs+=(openssh-server)
   command -v vagrant >/dev/null 2>&1 || debs+=(vagrant)
+  # Systemd nodes (issue 33): the deploy test's main path.
+  command -v systemd-nspawn >/dev/null 2>&1 || debs+=(systemd-container)
+  command -v debootstrap >/dev/null 2>&1 || debs+=(debootstrap)
   if [ ${#debs[@]} -gt 0 ]; then
     echo "installing Debian packages: ${debs[*]}"
     export DEBIAN_FRONTEND=noninteractive

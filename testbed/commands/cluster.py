@@ -267,7 +267,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         ssh=args.ssh or args.systemd,
         systemd=args.systemd,
     )
-    st = cluster_mod.up(config, cluster_mod.Env(log=lambda line: print(line, flush=True)))
+    env = cluster_mod.Env()
+    env.log = lambda line: print(line, flush=True)  # the root file system's and boot's times
+    st = cluster_mod.up(config, env)
     print(
         f"cluster up: {len(st.nodes)} node(s), link {profile.describe()}, "
         f"delay mechanism {st.delay_mechanism}, cpu {st.cpu.get('mechanism')}, "

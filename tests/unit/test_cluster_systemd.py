@@ -171,3 +171,49 @@ def test_release_base_lets_systemd_start_the_agent_again_beside_its_jobs(tmp_pat
     fs.write(f"{fs.root}/{unit}/cgroup.procs", "300")  # the new agent's process
     assert 300 in fs.procs("", unit) and 200 in fs.procs("", f"{unit}/cosched/n0/job-1")
     assert release_base(Cgroups(fs.layout("v2"), fs=fs)) == []  # no delegated base: nothing
+
+
+def test_clean_without_a_state_file_takes_the_nodes_and_nspawns_groups(tmp_path: Path) -> None:
+    """After a crash: the node groups (head included) with nspawn's supervisor and payload
+    groups and the container's own groups below, their processes killed by membership."""
+    from testbed.cluster import clean as clean_mod
+
+    fs = v2_host(tmp_path)
+    env = systemd_env(tmp_path, fs, FakeNodes())
+    for n in ("head", "n0"):
+        fs.make("", f"cosched/{n}/supervisor")
+        fs.make("", f"cosched/{n}/payload/system.slice/ssh.service")
+    fs.add_proc("", "cosched/n0/supervisor", 4001)  # systemd-nspawn
+    fs.add_proc("", "cosched/n0/payload/system.slice/ssh.service", 4002)  # sshd in the node
+    fs.make("", "cosched/other")  # not a node's: left alone
+    rep = clean_mod.clean(env)
+    assert not rep.problems, rep.format()
+    assert {4001, 4002} <= set(rep.killed)
+    assert not fs.has("", "cosched/head") and not fs.has("", "cosched/n0")
+    assert fs.has("", "cosched/other")
+
+
+def test_the_agent_unit_gives_the_controllers_back_after_every_exit() -> None:
+    import jinja2
+
+    from tests.unit.test_ansible import ANSIBLE_DIR
+
+    src = (ANSIBLE_DIR / "roles/agent/templates/cosched-agent.service.j2").read_text()
+    unit = jinja2.Template(src).render(
+        ansible_managed="x", cosched_node_name="n0", cosched_config_dir="/etc/c",
+        agent_daemon_name="agent-n0", cosched_venv_python="/v/bin/python",
+        cosched_agent_fifo_priority=10, cosched_agent_kill_mode="process",
+        cosched_agent_backend="auto")  # fmt: skip
+    lines = [ln for ln in unit.splitlines() if ln and not ln.startswith("#")]
+    assert "Delegate=yes" in lines and "KillMode=process" in lines
+    # ExecStopPost (run in the unit's .control leaf), not ExecStartPre (in the unit's
+    # own cgroup, refused while the controllers are enabled there)
+    assert "ExecStopPost=/v/bin/python -m agent.release --backend auto" in lines
+    assert not any(ln.startswith("ExecStartPre") for ln in lines)
+
+
+@pytest.mark.skipif(os.path.isdir("/run/systemd/system"), reason="a host run by systemd")
+def test_agent_release_does_nothing_outside_a_delegated_unit() -> None:
+    from agent import release
+
+    assert release.main([]) == 0  # no systemd, no delegated base: nothing to give back
