@@ -6,7 +6,13 @@ controllers) can be turned into what every current distribution boots: the
 kernel hands a controller to cgroup2 as soon as no v1 hierarchy holds it, so
 unmounting those hierarchies (none may have child groups, or the hierarchy
 lives on unmounted) puts ``cpuset cpu io pids`` into the cgroup2 root's
-``cgroup.controllers``. Back: every cgroup2 ``cgroup.subtree_control`` gives
+``cgroup.controllers``. A group removed a moment ago counts as a child until
+the kernel has freed it (``/proc/cgroups`` still counts it): the kernel
+destroys an unmounted hierarchy only if it had no children at the unmount,
+and never looks again, so after a run that used the v1 hierarchies the
+unmount waits for those counts to reach 1 (measured here: 5 removed groups
+freed within 5 s; unmounted before that, the hierarchy was still alive, its
+controllers bound to it, 5 minutes later). Back: every cgroup2 ``cgroup.subtree_control`` gives
 the controllers up (children first: a parent cannot drop what a child still
 enables), then the hierarchies are mounted again with their old options.
 The recipe and its round trips are in the platform notes ("Making this machine
@@ -49,7 +55,10 @@ from common.cgroups.errors import CgroupSetupError
 TAKEABLE = ("cpu", "cpuacct", "cpuset", "freezer", "blkio", "pids")
 V2_NAME = {"cpu": "cpu", "cpuset": "cpuset", "blkio": "io", "pids": "pids"}
 RECORD_PATH = "/run/cosched/host-cgroup-v2only.json"
-SETTLE_S = 2.0  # a hierarchy's controllers reach cgroup2 once its last css is freed
+# A hierarchy's controllers reach cgroup2 once its last group's state is freed: within
+# 0.1-0.3 s in most switches here, but once (load average 9, right after another test
+# had used the v1 hierarchies) cpu and cpuset had not arrived after 2 s; it polls.
+SETTLE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,22 @@ def plan_switch(
                 fix="stop what made them (`cosched clean` for a cluster) and retry",
             )
     return unified, take
+
+
+def groups_per_controller(proc_cgroups_text: str) -> dict[str, int]:
+    """``num_cgroups`` of every controller's hierarchy in /proc/cgroups (root included,
+    and groups removed but not yet freed)."""
+    out: dict[str, int] = {}
+    for line in proc_cgroups_text.splitlines():
+        f = line.split()
+        if len(f) >= 3 and not f[0].startswith("#") and f[2].isdigit():
+            out[f[0]] = int(f[2])
+    return out
+
+
+def not_yet_freed(m: V1Mount, counts: dict[str, int]) -> int:
+    """Groups of ``m``'s hierarchy besides its root that the kernel still holds."""
+    return max((counts.get(c, 1) - 1 for c in m.controllers), default=0)
 
 
 def missing_after_switch(rec: SwitchRecord, offered: list[str]) -> list[str]:
@@ -238,6 +263,15 @@ def switch_to_v2(record_path: str = RECORD_PATH) -> SwitchRecord:
     _save_record(rec, record_path)  # before the first unmount: a crash still leaves it
     done: list[V1Mount] = []
     for m in take:
+        if (waiting := _wait_freed(m)) is not None:
+            _give_back(done, unified)
+            _remove_record(record_path)
+            raise CgroupSetupError(
+                f"cannot make this host cgroup-v2-only: the v1 hierarchy at {m.mountpoint} "
+                f"still holds {waiting} removed group(s) after {SETTLE_S:g} s (a process, "
+                "perhaps a zombie, still belongs to one); unmounted now it would live on",
+                fix="wait for (or reap) what ran in it, then retry",
+            )
         err = _umount(m)
         if err is not None:
             _give_back(done, unified)
@@ -252,16 +286,57 @@ def switch_to_v2(record_path: str = RECORD_PATH) -> SwitchRecord:
     deadline = time.monotonic() + SETTLE_S
     while missing := missing_after_switch(rec, _offered(unified)):
         if time.monotonic() > deadline:
-            problems = _give_back(take, unified)
             _remove_record(record_path)
+            held = _holders(rec, missing)
+            problems = _give_back(take, unified)
             raise CgroupSetupError(
                 f"the v1 hierarchies were unmounted but cgroup2 at {unified} does not offer "
-                f"{' '.join(missing)} (a hierarchy mounted elsewhere lives on); they were "
-                "mounted back" + (f" ({'; '.join(problems)})" if problems else ""),
+                f"{' '.join(missing)} after {SETTLE_S:g} s ({held}); they were mounted back"
+                + (f" ({'; '.join(problems)})" if problems else ""),
                 fix="use a cgroup-v2-only host (systemd.unified_cgroup_hierarchy=1)",
             )
         time.sleep(0.05)
     return rec
+
+
+def _holders(rec: SwitchRecord, missing: list[str]) -> str:
+    """Why a v1 hierarchy outlived its unmount: its groups per /proc/cgroups (a removed
+    group lives on while a process, even a zombie, still belongs to it) and the
+    processes outside its root."""
+    v1 = [c for m in rec.unmounted for c in m.controllers if V2_NAME.get(c) in missing]
+    out = []
+    with contextlib.suppress(OSError):
+        for line in _read("/proc/cgroups").splitlines()[1:]:
+            name, hier, num = [*line.split(), "", "", ""][:3]
+            if name in v1:
+                out.append(f"{name}: hierarchy {hier}, {num} group(s)")
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for line in _read(f"/proc/{entry}/cgroup").splitlines():
+                _, ctrls, path = line.split(":", 2)
+                if path != "/" and set(ctrls.split(",")) & set(v1):
+                    pids.append(f"{entry} in {ctrls}:{path}")
+                    break
+    return "; ".join(out + ([f"processes {', '.join(pids[:5])}"] if pids else ["no process"]))
+
+
+def _wait_freed(m: V1Mount) -> int | None:
+    """Wait until the kernel has freed every removed group of ``m``'s hierarchy; None
+    then, else how many it still holds after SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        try:
+            left = not_yet_freed(m, groups_per_controller(_read("/proc/cgroups")))
+        except OSError:
+            return None
+        if left == 0:
+            return None
+        if time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
 
 
 def _disable_everywhere(unified: str, controllers: list[str]) -> list[str]:
@@ -284,12 +359,12 @@ def _disable_everywhere(unified: str, controllers: list[str]) -> list[str]:
     return problems
 
 
-def _give_back(mounts: list[V1Mount], unified: str, tries: int = 100) -> list[str]:
+def _give_back(mounts: list[V1Mount], unified: str, tries: int = 300) -> list[str]:
     """Mount ``mounts`` again (the controllers first leave cgroup2); what failed.
 
     A controller stays with cgroup2 while a removed group's state is still being
     freed (``nr_dying_subsys_*`` in the root's ``cgroup.stat``), and ``mount`` then
-    fails with a misleading "already mounted": it is retried for up to 10 s.
+    fails with a misleading "already mounted": it is retried for up to 30 s.
     """
     problems = _disable_everywhere(unified, sorted({c for m in mounts for c in m.v2_controllers()}))
     current, _ = parse_cgroup_mounts(_mounts())

@@ -87,3 +87,25 @@ def test_the_state_line() -> None:
     native = v2only.HostState("/sys/fs/cgroup", [], ["cpu"], None)
     assert native.describe() == "cgroup-v2-only: cgroup2 at /sys/fs/cgroup offers cpu"
     assert "v1 only" in v2only.HostState(None, ["/a"], [], None).describe()
+
+
+PROC_CGROUPS = """\
+#subsys_name	hierarchy	num_cgroups	enabled
+cpuset	106	6	1
+cpu	105	1	1
+cpuacct	103	1	1
+memory	4	81	1
+hugetlb	0	1	1
+"""
+
+
+def test_groups_removed_but_not_yet_freed_hold_the_unmount_back() -> None:
+    """The kernel kills an unmounted v1 hierarchy only if it had no children at the
+    unmount, and a removed group stays a child until freed: such a hierarchy lived on
+    with its controllers (5 minutes here), so the switch waits for the counts."""
+    counts = v2only.groups_per_controller(PROC_CGROUPS)
+    assert counts == {"cpuset": 6, "cpu": 1, "cpuacct": 1, "memory": 81, "hugetlb": 1}
+    assert v2only.not_yet_freed(v2only.V1Mount("/c/cpuset", "rw,cpuset", ("cpuset",)), counts) == 5
+    assert v2only.not_yet_freed(v2only.V1Mount("/c/cpu", "rw,cpu", ("cpu",)), counts) == 0
+    both = v2only.V1Mount("/c/cpu,cpuacct", "rw,cpu,cpuacct", ("cpu", "cpuacct"))
+    assert v2only.not_yet_freed(both, counts) == 0
