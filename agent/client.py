@@ -71,7 +71,10 @@ class AgentClient:
         self.decoder = wire.FrameDecoder(self.key)
         nonce = secrets.token_hex(16)
         seq = self.send(wire.HELLO, {"nonce": nonce})
-        reply = self._wait(seq, self.timeout, opening=True)
+        try:
+            reply = self._wait(seq, self.timeout, opening=True)
+        except wire.PeerRefused as e:  # refused before we authenticated (wrong key, ...)
+            raise AgentError(e.code, e.reason) from None
         if reply.type == wire.ERROR:
             raise AgentError(str(reply.data.get("code")), str(reply.data.get("reason")))
         if reply.type != wire.HELLO or reply.data.get("nonce") != nonce:

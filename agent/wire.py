@@ -16,6 +16,14 @@ Replays: a frame is bound to its connection by ``conn`` (a fresh random nonce
 per connection, so a frame recorded on another connection fails) and ordered
 within it by ``seq`` (so a repeat on the same connection fails). Both are under
 the MAC, so they cannot be edited.
+
+Peers that have not authenticated (issue 28): a server reads at most
+``HELLO_MAX_BODY`` bytes of a connection's first frame, parses bodies with
+their nesting bounded (common/safejson.py) and answers a refused peer with an
+error frame signed with :data:`PUBLIC_KEY` (an empty key anyone can compute),
+never with the cluster key: a peer without the key could otherwise collect
+cluster-key signatures over text it chose. Clients read such a frame as
+:class:`PeerRefused`.
 """
 
 from __future__ import annotations
@@ -30,12 +38,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common import safejson
+
 MAGIC = b"CSQ"
 VERSION = 1
 HEADER = struct.Struct(">3sBI")
 HEADER_SIZE = HEADER.size  # 8
 MAC_SIZE = 32
 MAX_BODY = 1 << 20  # 1 MiB: a launch with a big environment fits; garbage lengths do not
+HELLO_MAX_BODY = 4096  # a connection's first frame (a hello) before it authenticated
+PUBLIC_KEY = b""  # signs refusals to unauthenticated peers: carries no authority
 
 # Requests (controller -> agent), replies and events (agent -> controller).
 HELLO = "hello"
@@ -121,6 +133,15 @@ class BadRequest(WireError):
     code = "bad_request"
 
 
+class PeerRefused(WireError):
+    """The server refused us before we authenticated (an error frame under PUBLIC_KEY)."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code = code
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class Message:
     type: str
@@ -159,7 +180,7 @@ def encode(key: bytes, msg: Message) -> bytes:
 
 def _parse_body(body: bytes) -> Message:
     try:
-        obj = json.loads(body.decode("utf-8"))
+        obj = safejson.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise Malformed(f"body is not JSON: {e}") from None
     if not isinstance(obj, dict):
@@ -200,14 +221,19 @@ class FrameDecoder:
         key: bytes,
         max_body: int = MAX_BODY,
         key_for: Callable[[str], bytes | None] | None = None,
+        first_max: int | None = None,
     ) -> None:
         self._key = key
         self._max = max_body
+        # A server reads little of an unauthenticated peer: its first frame is a hello.
+        self._first_max = first_max
         self._buf = bytearray()
         # A server with several credentials (controller/server.py: per-user keys) picks
         # the key by the first frame's sender, then pins it for the stream.
         self._key_for = key_for
         self.key_used: bytes = key if key_for is None else b""
+        self._pinned = key_for is None  # the key is known (PUBLIC_KEY is empty, yet known)
+        self.frames = 0  # authenticated frames decoded so far
 
     def feed(self, data: bytes) -> list[Message]:
         self._buf += data
@@ -218,9 +244,10 @@ class FrameDecoder:
                 raise BadMagic(f"bad magic {bytes(magic)!r}")
             if version != VERSION:
                 raise BadVersion(f"unsupported protocol version {version}")
-            if length > self._max:
+            limit = self._max if self.frames or self._first_max is None else self._first_max
+            if length > limit:
                 # Refuse before buffering: a garbage length must not make us allocate.
-                raise FrameTooLarge(f"frame body of {length} bytes exceeds {self._max}")
+                raise FrameTooLarge(f"frame body of {length} bytes exceeds {limit}")
             total = HEADER_SIZE + length + MAC_SIZE
             if len(self._buf) < total:
                 break
@@ -228,26 +255,47 @@ class FrameDecoder:
             body = bytes(self._buf[HEADER_SIZE : HEADER_SIZE + length])
             mac = bytes(self._buf[HEADER_SIZE + length : total])
             del self._buf[:total]
-            if not self.key_used:
+            if not self._pinned:
                 assert self._key_for is not None
-                sender = _parse_body(body).sender  # bounded by max_body; trusted after the MAC
+                sender = _parse_body(body).sender  # bounded by first_max and safejson
                 key = self._key_for(sender)
                 if key is None:
                     raise BadMac(f"no credential for sender {sender!r}")
                 if not hmac.compare_digest(mac, _mac(key, header, body)):
                     raise BadMac("HMAC mismatch (wrong key or tampered frame)")
-                self.key_used = key
+                self.key_used, self._pinned = key, True
                 out.append(_parse_body(body))
+                self.frames += 1
                 continue
             if not hmac.compare_digest(mac, _mac(self.key_used, header, body)):
+                _raise_if_public_refusal(header, body, mac)
                 raise BadMac("HMAC mismatch (wrong key or tampered frame)")
             out.append(_parse_body(body))
+            self.frames += 1
         return out
 
     @property
     def pending(self) -> int:
         """Bytes of an incomplete frame held back (a truncated frame at EOF)."""
         return len(self._buf)
+
+
+def _raise_if_public_refusal(header: bytes, body: bytes, mac: bytes) -> None:
+    """An error frame signed with PUBLIC_KEY: the server refused us unauthenticated."""
+    if not hmac.compare_digest(mac, _mac(PUBLIC_KEY, header, body)):
+        return
+    try:
+        msg = _parse_body(body)
+    except WireError:
+        return
+    if msg.type == ERROR:
+        raise PeerRefused(str(msg.data.get("code", "refused")), str(msg.data.get("reason", "")))
+
+
+def public_error(sender: str, code: str, reason: str, re: int | None = None) -> bytes:
+    """The error frame a server sends a peer that has not authenticated (module doc)."""
+    msg = Message(ERROR, sender, 1, "", re, time.time(), {"code": code, "reason": reason})
+    return encode(PUBLIC_KEY, msg)
 
 
 def decode_one(key: bytes, frame: bytes, max_body: int = MAX_BODY) -> Message:

@@ -8,7 +8,10 @@ buffer drains); reads return what arrived; closing can wait for queued output
 (authenticated frames, JSON lines) is the owner's business: it either keeps
 its own decoder (the agent wire protocol's ``FrameDecoder``) or lets
 :meth:`Connection.frames` cut the input with a :data:`Split` callback, capped
-at ``max_input`` bytes of incomplete input.
+at ``max_input`` bytes of incomplete input. While more than ``MAX_OUT`` bytes
+of output wait for a peer that does not read, the connection is not read
+either (issue 28: replies were queued without bound while the server kept
+reading requests); :attr:`Connection.backlogged` says so.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import socket
 from collections.abc import Callable
 
 RECV_SIZE = 1 << 16
+MAX_OUT = 4 << 20  # queued output above which the peer's input is left unread
 
 Split = Callable[[bytearray, int], int | None]
 """``split(buf, start)``: where the frame beginning at ``start`` ends (exclusive),
@@ -149,6 +153,11 @@ class Connection:
         return out
 
     @property
+    def backlogged(self) -> bool:
+        """More output is queued than a peer that reads would leave: stop taking requests."""
+        return len(self.out) >= MAX_OUT
+
+    @property
     def overflowed(self) -> bool:
         """The incomplete input held by :meth:`frames` exceeds ``max_input``."""
         return self.max_input is not None and len(self.inbuf) > self.max_input
@@ -180,7 +189,7 @@ class Connection:
         if self.closing and not self.out:
             self.close()
             return
-        events = 0 if self.closing else selectors.EVENT_READ
+        events = 0 if self.closing or self.backlogged else selectors.EVENT_READ
         if self.out:
             events |= selectors.EVENT_WRITE
         # Only on a change: the agent writes an ack per quantum, and a modify is a syscall.

@@ -26,8 +26,16 @@ class KeyFileError(CoschedError):
     """A key file that is missing, unsafe or too short."""
 
 
-def read_key(path: str) -> bytes:
-    """The key in ``path``, after the checks above; KeyFileError says what to fix."""
+def daemon_owners() -> frozenset[int]:
+    """Who may own a key a daemon reads: root and the daemon's own user."""
+    return frozenset({0, os.geteuid()})
+
+
+def read_key(path: str, owners: frozenset[int] | None = None) -> bytes:
+    """The key in ``path``, after the checks above; KeyFileError says what to fix.
+
+    ``owners``: the uids the file may belong to (None: anyone, as a user's own key).
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as err:
@@ -45,6 +53,12 @@ def read_key(path: str) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise KeyFileError(f"key file {path} is not a regular file", fix="give the key file")
+        if owners is not None and info.st_uid not in owners:
+            raise KeyFileError(
+                f"key file {path} is owned by uid {info.st_uid}, not by root or this daemon's "
+                "user: its owner could rewrite it",
+                fix=f"chown root {path}",
+            )
         key = b""
         while chunk := os.read(fd, 65536):
             key += chunk
@@ -85,10 +99,13 @@ def write_key(path: str, nbytes: int = 32) -> str:
 def read_user_keys(directory: str, cluster_key: bytes | None = None) -> dict[str, bytes]:
     """``NAME.key`` files of ``directory`` as {NAME: key} (controller ``--user-keys``).
 
-    Each file passes :func:`read_key`'s checks; the directory must be a real directory
-    others cannot write; a user key equal to the cluster key is refused (the cluster
-    key is the agents' credential, docs/security.md).
+    Each file passes :func:`read_key`'s checks and belongs to root or the daemon's
+    user (issue 28: mode alone let a user who owned ``root.key`` rewrite it and be
+    root); the directory must be a real directory others cannot write, owned the
+    same way; a user key equal to the cluster key is refused (the cluster key is the
+    agents' credential, docs/security.md).
     """
+    owners = daemon_owners()
     try:
         info = os.lstat(directory)
     except OSError as err:
@@ -101,13 +118,16 @@ def read_user_keys(directory: str, cluster_key: bytes | None = None) -> dict[str
     if stat.S_IMODE(info.st_mode) & 0o022:
         raise KeyFileError(f"--user-keys {directory} is writable by others",
                            fix=f"chmod go-w {directory}")  # fmt: skip
+    if info.st_uid not in owners:
+        raise KeyFileError(f"--user-keys {directory} is owned by uid {info.st_uid}: its owner "
+                           "could replace any key", fix=f"chown root {directory}")  # fmt: skip
     keys: dict[str, bytes] = {}
     for entry in sorted(os.listdir(directory)):
         if not entry.endswith(".key"):
             continue
         name = entry[: -len(".key")]
         path = os.path.join(directory, entry)
-        key = read_key(path)
+        key = read_key(path, owners)
         if cluster_key is not None and key == cluster_key:
             raise KeyFileError(f"{path} is the cluster key",
                                fix="give each user a key of their own")  # fmt: skip

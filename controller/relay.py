@@ -75,6 +75,7 @@ class Relay:
         for key, mask in self.sel.select(timeout):
             if self.server.owns(key.data):
                 self.server.ready(key.data, mask)
+        self.server.sweep()
         if self.failsafe.poll() is Transition.ACTIVATE:
             log.warning(
                 "relay %s: controller silent for %.1f s; its agents hear nothing either "
@@ -213,7 +214,7 @@ def nodes_from_state(path: str, slice_: str | None) -> list[NodeInfo]:
 def main(argv: list[str] | None = None) -> int:
     from common.addr import addr_arg, format_addr
     from common.errors import CoschedError
-    from common.keys import read_key
+    from common.keys import daemon_owners, read_key
 
     ap = argparse.ArgumentParser(
         prog="python -m controller.relay",
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s relay %(message)s")
     try:
-        key = read_key(args.key_file)
+        key = read_key(args.key_file, daemon_owners())
         nodes = nodes_from_state(args.state, args.slice)
     except (CoschedError, OSError, ValueError) as e:
         print(f"relay: {args.state}: {e}" if isinstance(e, OSError | ValueError)

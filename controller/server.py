@@ -11,6 +11,16 @@ Gorda & Brooks 1991 §3.1: "Every transaction between the daemon and client appl
 take place using well-known socket serviced by the GS daemon". Non-blocking
 sockets driven by the daemon's selector: requests are answered between quanta,
 so a request never delays a context switch.
+
+What any local user or peer can hold (issue 28, common/guard.py): accept never
+raises (EMFILE sheds the connection); a unix-socket user holds at most
+``Limits.open_per_user`` connections (root and the daemon's user exempt) and
+one that stays silent for ``Limits.idle_s`` is closed; on TCP, unauthenticated
+connections are capped per address (oldest evicted), get a 4 KiB hello and
+``Limits.handshake_s`` to send it, and a refusal is not signed with the
+cluster key. Request lines are parsed with their nesting bounded
+(common/safejson.py); while a client leaves more than ``common.conn.MAX_OUT``
+bytes of replies unread, its further requests wait unread.
 """
 
 from __future__ import annotations
@@ -24,11 +34,15 @@ import secrets
 import selectors
 import socket
 import struct
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from agent import wire
+from common import safejson
 from common.conn import Connection, split_line
+from common.guard import DEFAULT, Acceptor, Admission, Limits
 from controller.api import Caller
 
 log = logging.getLogger("controller.server")
@@ -36,6 +50,7 @@ log = logging.getLogger("controller.server")
 REQUEST = "request"
 REPLY = "reply"
 MAX_LINE = 1 << 20
+SWEEP_EVERY_S = 0.5
 
 Handler = Callable[[object, Caller], dict[str, Any]]
 
@@ -71,9 +86,11 @@ class _Conn(Connection):
         super().__init__(sel, sock, peer, max_input=max_input, on_close=on_close)
         self.kind = kind
         self.user = ""
+        self.uid: int | None = None  # the unix peer's uid (SO_PEERCRED)
         self.decoder: wire.FrameDecoder | None = None
         self.session: wire.Session | None = None
         self.established = False
+        self.waiting: deque[wire.Message] = deque()  # TCP requests left unread (backlogged)
 
 
 class Server:
@@ -86,6 +103,7 @@ class Server:
         tcp: tuple[str, int] | None,
         key: bytes | None,
         user_keys: dict[str, bytes] | None = None,
+        limits: Limits = DEFAULT,
     ) -> None:
         self.sel = sel
         self.handler = handler
@@ -94,6 +112,10 @@ class Server:
         self.unix_path = unix_path
         self.listeners: list[socket.socket] = []
         self.conns: dict[int, _Conn] = {}
+        self.limits = limits
+        self.admission = Admission(limits)
+        self.acceptors: dict[str, Acceptor] = {}
+        self._next_sweep = 0.0
         if unix_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(unix_path)
@@ -110,10 +132,11 @@ class Server:
             self.tcp_address = s.getsockname()[:2]
 
     def _listen(self, s: socket.socket, kind: str) -> None:
-        s.listen(64)
+        s.listen(self.limits.listen_backlog)
         s.setblocking(False)
         self.sel.register(s, selectors.EVENT_READ, ("listen", kind))
         self.listeners.append(s)
+        self.acceptors[kind] = Acceptor(s)
 
     def owns(self, data: object) -> bool:
         return isinstance(data, tuple) and len(data) == 2 and data[0] in ("listen", "conn")
@@ -121,14 +144,31 @@ class Server:
     def ready(self, data: tuple[str, Any], mask: int) -> None:
         if data[0] == "listen":
             self._accept(data[1])
+            self.sweep()
             return
         conn: _Conn = data[1]
         if mask & selectors.EVENT_READ:
             self._readable(conn)
         if mask & selectors.EVENT_WRITE and conn.open:
             conn.flush()
+            if conn.open and not conn.backlogged and not conn.closing:
+                self._resume(conn)  # requests left unread while its replies piled up
+
+    def sweep(self) -> None:
+        """Close connections past their handshake or idle deadline (at most every 0.5 s)."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + SWEEP_EVERY_S
+        for conn in self.admission.expired():
+            assert isinstance(conn, _Conn)
+            log.info("closing %s: %s", conn.peer,
+                     "silent too long" if conn.established else "no hello in time")  # fmt: skip
+            conn.close()
 
     def close(self) -> None:
+        for a in self.acceptors.values():
+            a.close()
         for c in list(self.conns.values()):
             c.drain_blocking()  # answers already queued (a shutdown reply) go out first
         for s in self.listeners:
@@ -142,24 +182,47 @@ class Server:
 
     # ---- connections -----------------------------------------------------------
     def _accept(self, kind: str) -> None:
-        lsock = next(s for s in self.listeners if self.sel.get_key(s).data == ("listen", kind))
+        for sock, addr in self.acceptors[kind].accept_many(self.limits.accept_batch):
+            if kind == "unix":
+                self._accept_unix(sock)
+            else:
+                self._accept_tcp(sock, addr)
+
+    def _accept_unix(self, sock: socket.socket) -> None:
         try:
-            sock, addr = lsock.accept()
-        except (BlockingIOError, OSError):
-            return
-        if kind == "unix":
             creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            pid, uid, _gid = struct.unpack("3i", creds)
-            conn = _Conn(self.sel, sock, kind, f"pid {pid} uid {uid}", self._forget)
-            conn.user = uid_name(uid)
-        else:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _Conn(self.sel, sock, kind, f"{addr[0]}:{addr[1]}", self._forget)
-            assert self.key is not None
-            conn.decoder = wire.FrameDecoder(self.key, key_for=self._key_for)
-            conn.session = wire.Session(self.key, "controller")
+        except OSError:
+            sock.close()
+            return
+        pid, uid, _gid = struct.unpack("3i", creds)
+        conn = _Conn(self.sel, sock, "unix", f"pid {pid} uid {uid}", self._forget)
+        conn.user = uid_name(uid)
+        conn.uid = uid
         self.conns[conn.fd] = conn
         conn.register(("conn", conn))
+        if not self.admission.admit_user(conn, uid, exempt=uid == os.geteuid()):
+            log.warning("refused a connection of uid %d: it holds %d already", uid,
+                        self.limits.open_per_user)  # fmt: skip
+            conn.refuse(
+                json.dumps({"ok": False, "error": f"too many connections from {conn.user}"
+                            f" (at most {self.limits.open_per_user}); close some"}).encode()
+                + b"\n"
+            )  # fmt: skip
+
+    def _accept_tcp(self, sock: socket.socket, addr: Any) -> None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = _Conn(self.sel, sock, "tcp", f"{addr[0]}:{addr[1]}", self._forget)
+        assert self.key is not None
+        conn.decoder = wire.FrameDecoder(
+            self.key, key_for=self._key_for, first_max=wire.HELLO_MAX_BODY
+        )
+        conn.session = wire.Session(self.key, "controller")
+        self.conns[conn.fd] = conn
+        conn.register(("conn", conn))
+        for old in self.admission.admit_pending(conn, addr[0]):
+            assert isinstance(old, _Conn)
+            old.close()
 
     def _key_for(self, sender: str) -> bytes | None:
         """The key a TCP client's frames must carry (docs/security.md).
@@ -176,6 +239,7 @@ class Server:
 
     def _forget(self, conn: Connection) -> None:
         self.conns.pop(conn.fd, None)
+        self.admission.forget(conn)
 
     def _readable(self, conn: _Conn) -> None:
         data = conn.recv()
@@ -183,22 +247,33 @@ class Server:
             return  # nothing yet, or EOF (then closed)
         if conn.closing:
             return
+        self.admission.heard(conn)
         if conn.kind == "unix":
             self._unix_data(conn, data)
         else:
             self._tcp_data(conn, data)
 
+    def _resume(self, conn: _Conn) -> None:
+        if conn.kind == "unix" and split_line(conn.inbuf, 0) is not None:
+            self._unix_data(conn, b"")
+        elif conn.waiting:
+            self._tcp_messages(conn)
+
     # ---- unix: JSON lines ----------------------------------------------------------
     def _unix_data(self, conn: _Conn, data: bytes) -> None:
-        for line in conn.frames(data, split_line):
+        lines = conn.frames(data, split_line)
+        for i, line in enumerate(lines):
+            if conn.backlogged:  # a client that does not read its replies: wait for it
+                conn.inbuf[:0] = b"".join(lines[i:])
+                return
             if not line.strip():
                 continue
             try:
-                req: object = json.loads(line)
+                req: object = safejson.loads(line)
             except ValueError as e:
                 reply: dict[str, Any] = {"ok": False, "error": f"request is not JSON: {e}"}
             else:
-                reply = self.handler(req, Caller(conn.user, "unix"))
+                reply = self.handler(req, Caller(conn.user, "unix", conn.uid))
             conn.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
             if not conn.open:
                 return
@@ -211,19 +286,27 @@ class Server:
         log.warning("refused frame from %s (%s): %s; closing", conn.peer, err.code, err)
         assert conn.session is not None
         try:
-            _, frame = conn.session.make(wire.ERROR, {"code": err.code, "reason": str(err)}, re)
+            if conn.established:
+                _, frame = conn.session.make(wire.ERROR, {"code": err.code, "reason": str(err)}, re)
+            else:  # never a cluster-key signature for someone without the key
+                frame = wire.public_error("controller", err.code, str(err), re)
         except wire.WireError:
             frame = b""  # cannot even say why: just close
         conn.refuse(frame)
 
     def _tcp_data(self, conn: _Conn, data: bytes) -> None:
-        assert conn.decoder is not None and conn.session is not None
+        assert conn.decoder is not None
         try:
-            msgs = conn.decoder.feed(data)
+            conn.waiting.extend(conn.decoder.feed(data))
         except wire.WireError as e:
             self._refuse(conn, e)
             return
-        for msg in msgs:
+        self._tcp_messages(conn)
+
+    def _tcp_messages(self, conn: _Conn) -> None:
+        assert conn.decoder is not None and conn.session is not None
+        while conn.waiting and not conn.backlogged:
+            msg = conn.waiting.popleft()
             try:
                 conn.session.check_incoming(msg, conn.established)
                 if not conn.established and not isinstance(msg.data.get("nonce"), str):
@@ -240,6 +323,7 @@ class Server:
                     conn.session.key = conn.decoder.key_used
                 conn.session.conn = secrets.token_hex(16)
                 conn.established = True
+                self.admission.authenticated(conn)
                 _, frame = conn.session.make(
                     wire.HELLO,
                     {"nonce": msg.data["nonce"], "conn": conn.session.conn, "node": "controller"},

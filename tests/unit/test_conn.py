@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from common.conn import Connection, split_line
+from common.conn import MAX_OUT, Connection, split_line
 
 BIG = bytes(range(256)) * 40_000  # 10 MB: far more than a socket buffer takes at once
 
@@ -82,13 +82,23 @@ def test_small_write_goes_out_at_once(pair: Pair) -> None:
 
 
 def test_partial_send_is_buffered_and_flushed_in_order(pair: Pair) -> None:
-    pair.conn.write(BIG)
+    pair.conn.write(BIG[: MAX_OUT // 2])
     pair.conn.write(b"tail")  # queued behind the rest, never sent ahead of it
-    assert pair.conn.out.endswith(b"tail") and len(pair.conn.out) < len(BIG) + 4
+    assert pair.conn.out.endswith(b"tail") and len(pair.conn.out) < MAX_OUT // 2 + 4
     assert pair.events() == selectors.EVENT_READ | selectors.EVENT_WRITE
-    assert _pump(pair) == BIG + b"tail"
+    assert _pump(pair) == BIG[: MAX_OUT // 2] + b"tail"
     assert pair.events() == selectors.EVENT_READ  # writable no longer watched once drained
     assert pair.conn.open and not pair.closed
+
+
+def test_a_peer_that_does_not_read_is_not_read_either(pair: Pair) -> None:
+    """Issue 28: past MAX_OUT queued bytes the connection's input is left unread (a client
+    sending requests without reading the replies cannot make the daemon queue forever)."""
+    pair.conn.write(BIG)
+    assert pair.conn.backlogged and len(pair.conn.out) >= MAX_OUT
+    assert pair.events() == selectors.EVENT_WRITE
+    assert _pump(pair) == BIG
+    assert not pair.conn.backlogged and pair.events() == selectors.EVENT_READ
 
 
 def test_flush_with_the_socket_still_full_keeps_everything(pair: Pair) -> None:
