@@ -17,7 +17,7 @@ import sys
 from common.addr import parse_addr
 from common.errors import CoschedError, UsageError
 from common.exits import report
-from common.keys import read_key, read_user_keys
+from common.keys import daemon_owners, read_key, read_user_keys
 from common.names import cluster_state_path
 from controller.daemon import Daemon, DaemonConfig, nodes_from_cluster, relays_from_cluster
 from controller.flags import MAX_LEAD_MS, SCHEME_FLAGS, add_daemon_flags, cdc_policies
@@ -27,6 +27,7 @@ from controller.operator import MIN_QUANTUM
 from controller.policies.base import PolicyError
 from controller.policies.registry import lookup, make_policy, parse_params
 from controller.relaypool import RelayInfo
+from controller.rights import operator_uids
 
 PROG = "controller"
 
@@ -130,10 +131,14 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         key_file = key_file or state.get("key_file")
     if not key_file:
         raise ConfigError("no cluster key", fix="give --key-file")
-    key = read_key(key_file)
+    key = read_key(key_file, daemon_owners())
     user_keys = read_user_keys(a.user_keys, key) if a.user_keys else None
     if user_keys is not None and not a.listen_tcp:
         raise ConfigError("--user-keys without --listen-tcp", fix="add --listen-tcp HOST:PORT")
+    try:
+        operators = operator_uids(a.operator)  # names to uids once, at start
+    except ValueError as e:
+        raise ConfigError(str(e), fix="give users of this host, or no --operator") from None
     return DaemonConfig(
         policy=a.policy,
         params=params,
@@ -150,7 +155,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         restore=a.restore,
         fifo_priority=a.fifo_priority,
         lead_ms=a.lead_ms,
-        operators=frozenset(a.operator),
+        operators=operators,
         job_env=job_env,
         relays=relays,
         user_keys=user_keys,

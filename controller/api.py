@@ -5,7 +5,8 @@ object, ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "<one
 line>"}``; nothing raised here reaches the socket layer, so a bad request can
 never stop the daemon. Operator requests (``set``, ``checkpoint``,
 ``shutdown``; killing or re-classing someone else's job) need an operator:
-root, the user running the controller, or a name given with ``--operator``.
+root, the user running the controller, or a name given with ``--operator``,
+all as uids (controller/rights.py, with the other operator-only rights).
 Gorda & Brooks 1991 §3.1 ("gangster", "operator control interface").
 """
 
@@ -22,6 +23,7 @@ from controller.checkpoint import CheckpointError
 from controller.jobs import ENDED_STATES, RequestError, SpecError
 from controller.operator import ConfigError
 from controller.policies.base import PolicyError
+from controller.rights import RightsError, check_class, check_submit, uid_of
 from controller.scheduler import Scheduler
 
 log = logging.getLogger("controller.api")
@@ -51,6 +53,7 @@ class ApiError(ValueError):
 class Caller:
     user: str
     channel: str  # "unix" or "tcp"
+    uid: int | None = None  # the unix peer's uid (SO_PEERCRED); TCP: from the user's name
 
 
 class Daemon(Protocol):
@@ -67,11 +70,13 @@ class Daemon(Protocol):
 class Context:
     sched: Scheduler
     daemon: Daemon
-    operators: frozenset[str] = field(default_factory=frozenset)
+    operators: frozenset[int] = field(default_factory=frozenset)  # uids (controller/rights.py)
     user_exists: Callable[[str], bool] = lambda name: True
+    uid_of: Callable[[str], int | None] = uid_of
 
-    def is_operator(self, user: str) -> bool:
-        return user in self.operators
+    def is_operator(self, caller: Caller) -> bool:
+        uid = caller.uid if caller.uid is not None else self.uid_of(caller.user)
+        return uid is not None and uid in self.operators
 
 
 def _one_line(msg: object) -> str:
@@ -81,7 +86,15 @@ def _one_line(msg: object) -> str:
 def handle(ctx: Context, request: object, caller: Caller) -> dict[str, Any]:
     try:
         return {"ok": True, "result": _dispatch(ctx, request, caller)}
-    except (ApiError, SpecError, RequestError, ConfigError, PolicyError, CheckpointError) as e:
+    except (
+        ApiError,
+        SpecError,
+        RequestError,
+        ConfigError,
+        PolicyError,
+        CheckpointError,
+        RightsError,
+    ) as e:
         return {"ok": False, "error": _one_line(e)}
     except Exception as e:  # a handler bug must not take the daemon down
         log.exception("request failed")
@@ -107,7 +120,7 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
     user = caller.user
     if not ctx.user_exists(user):
         raise ApiError(f"unknown user {user!r}: not a user on the controller host")
-    operator = ctx.is_operator(user)
+    operator = ctx.is_operator(caller)
     if op in OPERATOR_OPS and not operator:
         raise ApiError(f"{op}: operator only; {user!r} is not an operator")
     s = ctx.sched
@@ -115,6 +128,7 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
     if op == "submit":
         if "spec" not in args:
             raise ApiError('submit: missing args.spec, e.g. {"size": 2, "argv": ["./prog"]}')
+        check_submit(args["spec"], user, operator, s.table.jobs, s.cfg)
         return {"job_id": s.submit(args["spec"], user, operator)}
     if op == "jobs":
         return s.table.records(now, bool(args.get("all", False)))
@@ -131,6 +145,7 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             raise ApiError(
                 "class: missing args.class (interactive, production, standby, benchmark)"
             )
+        check_class(args["class"], operator)
         return {"class": s.set_class(args.get("job_id"), args["class"], user, operator)}
     if op == "set":
         cfg = s.cfg.update(dict(args))

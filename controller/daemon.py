@@ -9,7 +9,6 @@ thread only reads what the loop sets. Why, and the upgrade path (``shutdown``, t
 from __future__ import annotations
 
 import contextlib
-import getpass
 import logging
 import math
 import os
@@ -50,7 +49,8 @@ class DaemonConfig:
     restore: bool = False
     fifo_priority: int = 20
     lead_ms: float = 20.0  # controller/flags.py DEFAULT_LEAD_MS; 0 = immediate mode
-    operators: frozenset[str] = field(default_factory=frozenset)
+    # Operator uids besides root and the daemon's own user (controller/rights.py)
+    operators: frozenset[int] = field(default_factory=frozenset)
     connect_timeout: float = 15.0
     keep_ended: int = 200  # ended jobs kept in memory; older ones go to the job archive
     job_env: dict[str, str] = field(default_factory=dict)  # quantum.net_env of the cluster
@@ -141,7 +141,8 @@ class Daemon:
         self.ctx = Context(
             self.sched,
             self,
-            operators=cfg.operators | {"root", getpass.getuser()},
+            # uids from the kernel, never from LOGNAME/USER (issue 28)
+            operators=cfg.operators | {0, os.geteuid()},
             user_exists=user_exists,
         )
         self.stopping = False
@@ -341,6 +342,7 @@ class Daemon:
             for key, mask in self.sel.select(max(0.0, boundary - lead - now)):
                 if self.server.owns(key.data):
                     self.server.ready(key.data, mask)
+            self.server.sweep()  # handshake and idle deadlines (common/guard.py)
             self.pool.maintain()
         if self._shutdown_checkpoint and self.cfg.checkpoint:
             self._autosave()

@@ -3,8 +3,10 @@
 Gorda & Brooks 1991 lets the operator change the daemon's parameters while it runs: how
 long a job may stay interactive before it is demoted, how many jobs one user
 may have, the time-slice length. Here: ``quantum`` (s, >= 10 ms), ``max_slots``
-(rows of the matrix, None = unlimited), ``interactive_limit`` (s of run time)
-and ``user_limit`` (unfinished jobs per user, None = unlimited). Pure.
+(rows of the matrix, None = unlimited), ``interactive_limit`` (s of run time),
+``user_limit`` (unfinished jobs per user, None = unlimited) and
+``queue_limit`` (queued jobs per user who is not an operator, 100 unless set;
+None = unlimited: controller/rights.py). Pure.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 MIN_QUANTUM = 0.01
-SETTABLE = ("quantum", "max_slots", "interactive_limit", "user_limit")
+SETTABLE = ("quantum", "max_slots", "interactive_limit", "user_limit", "queue_limit")
+DEFAULT_QUEUE_LIMIT = 100
 
 
 class ConfigError(ValueError):
@@ -27,6 +30,7 @@ class OperatorConfig:
     max_slots: int | None = None
     interactive_limit: float = 60.0
     user_limit: int | None = None
+    queue_limit: int | None = DEFAULT_QUEUE_LIMIT
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,7 +65,7 @@ def _check(key: str, value: Any) -> Any:
         if not num or not math.isfinite(value) or value < 0:
             raise ConfigError(f"set interactive_limit: want seconds >= 0, got {value!r}")
         return float(value)
-    # max_slots, user_limit: positive int or null (unlimited)
+    # max_slots, user_limit, queue_limit: positive int or null (unlimited)
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:

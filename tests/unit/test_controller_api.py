@@ -47,7 +47,7 @@ def ctx() -> Context:
     return Context(
         s,
         FakeDaemon(),
-        operators=frozenset({"root"}),
+        operators=frozenset({0}),  # uids (controller/rights.py)
         user_exists=lambda u: u in {"root", "alice", "bob"},
     )
 

@@ -66,6 +66,9 @@ class _Server:
     def owns(self, tag: object) -> bool:
         return False
 
+    def sweep(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
