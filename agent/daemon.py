@@ -29,8 +29,10 @@ from agent import wire
 from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
+from agent.jobsecret import instance_of, rank_env
 from agent.local import LocalHost, LocalScheduler
 from agent.metrics import AgentMetrics, Snapshot
+from agent.nicguard import mesh_of
 from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
 from agent.realtime import set_realtime
 from agent.runas import RunAsError, ensure_root, job_env, output_dir, resolve
@@ -229,6 +231,7 @@ class Agent:
                         pass
                 self._next_reap = 0.0  # a child exited (or another signal): reap now
         self.local.poll()
+        self.server.sweep()  # handshake and idle deadlines (common/guard.py)
         if self.failsafe.poll() is Transition.ACTIVATE:
             self._activate_failsafe()
         self._fire_due_plan()  # the frames just handled may have brought one already due
@@ -433,9 +436,10 @@ class Agent:
             raise Refused("job_exists", f"cgroup {cg} still exists")
         # Least privilege (agent/runas.py): the submitter's user, a clean environment,
         # output in a directory no one else can plant links in.
+        instance = instance_of(env_extra)  # names a fresh output dir; keys the job's secret
         try:
             user = resolve(d.get("user"))
-            out_dir = output_dir(self.cfg.run_dir, jid)
+            out_dir = output_dir(self.cfg.run_dir, jid, instance)
         except (RunAsError, OSError) as e:
             raise Refused("launch_failed", f"launch of {jid}: {e}") from None
         base_env, dropped = job_env(user, env_extra)
@@ -447,7 +451,9 @@ class Agent:
             COSCHED_NODE=self.cfg.node,
             COSCHED_NRANKS=str(d.get("size", len(ranks))),
         )
+        base_env.update(rank_env(self.cfg.key, jid, instance))  # agent/jobsecret.py
         job = Job(jid, cg, weight=weight, frozen=frozen, run_dir=out_dir, user=user.name)
+        job.peers, job.port = mesh_of(env_extra)  # what NIC registrations are checked against
         with contextlib.suppress(ValueError):
             # The library holds messages this long (userspace delay): the NIC view waits as long.
             job.net_delay_s = float(env_extra.get("COSCHED_NET_DELAY_US", "0")) / 1e6

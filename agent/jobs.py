@@ -10,6 +10,12 @@ inside the cgroups. If the agent fails before the byte, the pipe closes, the
 read fails and the shell exits 127 without running the job. A pipe + shell is
 used instead of fork()+preexec code because the agent is multi-threaded (the
 metrics server), where running Python between fork and exec can deadlock.
+
+The gate also enters the job's working directory, after the switch to the job's
+user (issue 28): ``subprocess``'s ``cwd`` is entered before the uid changes, so a
+job could start behind a directory only root may pass, and the launch error
+told whether a root-only path existed. A directory the user cannot enter ends
+the rank with status 126 and the same one line whatever the reason.
 """
 
 from __future__ import annotations
@@ -32,7 +38,13 @@ from common.cgroups import Cgroups as CgroupDriver
 log = logging.getLogger("agent.jobs")
 
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_GATE = 'read _ || exit 127; exec </dev/null; exec "$@"'
+# $1 is the working directory ("" = stay), entered as the job's user; then the job's argv.
+_GATE = (
+    "read _ || exit 127; exec </dev/null; "
+    'if [ -n "$1" ]; then cd -- "$1" 2>/dev/null || '
+    '{ echo "cosched: cannot enter the working directory $1 as $(id -un)" >&2; exit 126; }; fi; '
+    'shift; exec "$@"'
+)
 
 
 class JobError(RuntimeError):
@@ -62,6 +74,9 @@ class Job:
     net_delay_s: float = 0.0  # userspace link delay the library applies (NIC view waits too)
     ended_at: float = 0.0  # monotonic; the agent forgets ended jobs after a while
     user: str = ""  # who the ranks run as (agent/runas.py); "" = unknown (reattached)
+    # where the job's ranks are (COSCHED_PEERS, COSCHED_PORT): the NIC checks sockets by it
+    peers: tuple[str, ...] = ()
+    port: int = 0
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "frozen":
@@ -126,12 +141,12 @@ def spawn_rank(
         fds.append(open_output(out_dir / f"rank-{rank}.out", owner))
         fds.append(open_output(out_dir / f"rank-{rank}.err", owner))
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", _GATE, argv[0], *argv],
+            ["/bin/sh", "-c", _GATE, argv[0], cwd or "", *argv],
             stdin=r,
             stdout=fds[0],
             stderr=fds[1],
             env=env,
-            cwd=cwd,
+            cwd="/",  # the job's own directory is entered by the gate, as the job's user
             start_new_session=True,  # a Ctrl-C to the agent must not hit the jobs
             umask=0o022,
             **ids,

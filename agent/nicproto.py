@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,15 @@ STATE_SIZE = 4096  # one page
 
 ERL_PAGE_SIZE = 8
 _ERL = struct.Struct("<q")
+
+#: Every message the library sends starts with a header this long (apps/mp/frame.py),
+#: so a socket that received N bytes delivered at most N // FRAME_HEADER_SIZE messages.
+FRAME_HEADER_SIZE = 40
+
+
+def mesh_port(peers: Sequence[str], port: int, rank: int) -> int:
+    """Where ``rank`` listens: ``port`` + the lower ranks at its address (apps/mp/mesh.py)."""
+    return port + sum(1 for j in range(rank) if peers[j] == peers[rank])
 
 
 class PageError(ValueError):

@@ -124,11 +124,19 @@ def ensure_root(root: Path) -> Path:
     return root
 
 
-def output_dir(root: Path, job_id: str) -> Path:
-    """Make ``root``/job-``job_id`` safely (:func:`ensure_root`) and return it."""
-    d = ensure_root(root) / f"job-{job_id}"
-    with contextlib.suppress(FileExistsError):
+def output_dir(root: Path, job_id: str, instance: str) -> Path:
+    """Make ``root``/job-``job_id``.``instance`` afresh (:func:`ensure_root`) and return it.
+
+    It must not exist yet (issue 28): job ids start at 1 again on a fresh
+    controller, and reopening an earlier job's directory gave the new job's
+    user the old one's output. The instance is the launch's
+    (agent/jobsecret.py), the first 12 hex digits of it in the name.
+    """
+    d = ensure_root(root) / f"job-{job_id}.{instance[:12]}"
+    try:
         os.mkdir(d, 0o755)
+    except FileExistsError:
+        raise RunAsError(f"{d} exists: an output directory is never reused") from None
     _check_dir(d)
     return d
 

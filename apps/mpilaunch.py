@@ -14,7 +14,12 @@ that command is ``python -m apps.mpilaunch -- PROGRAM ARGS``; what each rank doe
   ``orted`` daemon); it runs it with ``/bin/sh -c`` as its own child — so the daemon
   and the MPI process it starts are inside rank r's cgroup, as the job's user — and
   relays its output and exit status back. Only connections from rank 0's address
-  are served, one command each.
+  that prove they hold the job's secret are served, one command each (issue 28:
+  any job on rank 0's node could connect, and its command ran as this job's
+  user). The exchange (apps/mp/auth.py): the rank sends a nonce; the caller
+  sends the command with its own nonce and an HMAC under the secret over both
+  and the command; the rank answers with its own HMAC before running anything,
+  so the caller knows the output it relays is the rank's.
 
 So the gang scheduler freezes and thaws mpirun, the daemons and every MPI process
 with the job, and an MPI program needs no change. Open MPI 4 (ORTE, ``orted``) is
@@ -38,10 +43,14 @@ import threading
 import time
 from collections.abc import Sequence
 
+from apps.mp import auth
 from apps.mp.mesh import connect_once
+from common import safejson
 
 ACCEPT_TIMEOUT_S = 120.0  # a rank > 0 waits this long for mpirun's call
 CONNECT_TIMEOUT_S = 60.0  # the remote-shell agent retries this long (ranks start unevenly)
+HANDSHAKE_S = 10.0  # a caller gets this long to prove itself
+MAX_MESSAGE = 1 << 20  # one framed message, bytes
 _LEN = struct.Struct("!I")
 
 
@@ -100,11 +109,18 @@ def _send(sock: socket.socket, obj: object) -> None:
 
 
 def _recv(sock: socket.socket) -> object | None:
+    """One framed message; None at EOF or for one too long or not (shallow) JSON."""
     head = _recv_exact(sock, _LEN.size)
-    if head is None:
+    if head is None or _LEN.unpack(head)[0] > MAX_MESSAGE:
         return None
     body = _recv_exact(sock, _LEN.unpack(head)[0])
-    return None if body is None else json.loads(body)
+    if body is None:
+        return None
+    try:
+        msg: object = safejson.loads(body)
+    except ValueError:
+        return None
+    return msg
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -120,11 +136,43 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
 # ---- rank r > 0: serve one command from rank 0 -------------------------------------------
 
 
+def _rank_proof(secret: bytes, rank: int, cmd: str, theirs: bytes, mine: bytes) -> bytes:
+    return auth.proof(secret, "cosched-mpilaunch-rank", rank, cmd, theirs, mine)
+
+
+def _caller_proof(secret: bytes, rank: int, cmd: str, theirs: bytes, mine: bytes) -> bytes:
+    return auth.proof(secret, "cosched-mpilaunch-rsh", rank, cmd, theirs, mine)
+
+
+def _authenticated_command(conn: socket.socket, rank: int, secret: bytes) -> str | None:
+    """The command a caller sends, if it proves it holds the job's secret; else None."""
+    conn.settimeout(HANDSHAKE_S)
+    mine = auth.new_nonce()
+    try:
+        _send(conn, {"nonce": mine.hex()})
+        msg = _recv(conn)
+        if not isinstance(msg, dict):
+            return None
+        cmd, nonce, proof = msg.get("cmd"), msg.get("nonce"), msg.get("proof")
+        if not (isinstance(cmd, str) and isinstance(nonce, str) and isinstance(proof, str)):
+            return None
+        theirs, got = bytes.fromhex(nonce), bytes.fromhex(proof)
+        if not auth.valid(_caller_proof(secret, rank, cmd, mine, theirs), got):
+            return None
+        _send(conn, {"proof": _rank_proof(secret, rank, cmd, theirs, mine).hex()})
+    except (OSError, ValueError):
+        return None
+    conn.settimeout(None)
+    return cmd
+
+
 def serve(rank: int, peers: Sequence[str], port: int) -> int:
+    secret = auth.secret_from_env()
     lst = socket.create_server((peers[rank], port + rank), reuse_port=False)
-    lst.settimeout(ACCEPT_TIMEOUT_S)
+    deadline = time.monotonic() + ACCEPT_TIMEOUT_S
     with lst:
         while True:
+            lst.settimeout(max(0.01, deadline - time.monotonic()))
             try:
                 conn, (addr, _p) = lst.accept()
             except TimeoutError:
@@ -134,16 +182,19 @@ def serve(rank: int, peers: Sequence[str], port: int) -> int:
             if addr != peers[0]:  # only rank 0's remote-shell agent
                 conn.close()
                 continue
+            cmd = _authenticated_command(conn, rank, secret)
+            if cmd is None:
+                print(f"mpilaunch: rank {rank}: refused a call from {addr}: it cannot prove "
+                      "it belongs to this job", file=sys.stderr, flush=True)  # fmt: skip
+                conn.close()
+                continue
             break
     with conn:
-        msg = _recv(conn)
-        if not isinstance(msg, dict) or not isinstance(msg.get("cmd"), str):
-            return 1
         env = dict(os.environ)
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", msg["cmd"]],
+            ["/bin/sh", "-c", cmd],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -169,7 +220,7 @@ def serve(rank: int, peers: Sequence[str], port: int) -> int:
         for t in threads:
             t.join(5)
         print(f"mpilaunch: rank {rank}: Open MPI's daemon exited with status {code}: "
-              f"{msg['cmd'].strip()}", file=sys.stderr)  # fmt: skip
+              f"{cmd.strip()}", file=sys.stderr)  # fmt: skip
         with lock, contextlib.suppress(OSError):
             _send(conn, {"exit": code})
     return code
@@ -200,9 +251,25 @@ def rsh(argv: Sequence[str]) -> int:
                 print(f"mpilaunch --rsh: rank {r} at {host}:{port + r}: {e}", file=sys.stderr)
                 return 255
             time.sleep(0.2)
-    sock.settimeout(None)
+    secret = auth.secret_from_env()
     with sock:
-        _send(sock, {"cmd": cmd})
+        try:
+            sock.settimeout(HANDSHAKE_S)
+            hello = _recv(sock)
+            if not isinstance(hello, dict) or not isinstance(hello.get("nonce"), str):
+                raise ValueError("no nonce")
+            theirs, mine = bytes.fromhex(hello["nonce"]), auth.new_nonce()
+            proof = _caller_proof(secret, r, cmd, theirs, mine).hex()
+            _send(sock, {"cmd": cmd, "nonce": mine.hex(), "proof": proof})
+            answer = _recv(sock)
+            got = bytes.fromhex(answer.get("proof", "")) if isinstance(answer, dict) else b""
+            if not auth.valid(_rank_proof(secret, r, cmd, mine, theirs), got):
+                raise ValueError("wrong proof")
+        except (OSError, ValueError) as e:
+            print(f"mpilaunch --rsh: rank {r} at {host}:{port + r} did not prove it belongs "
+                  f"to this job ({e})", file=sys.stderr)  # fmt: skip
+            return 255
+        sock.settimeout(None)
         while True:
             msg = _recv(sock)
             if not isinstance(msg, dict):

@@ -53,12 +53,22 @@ def net_env(state: Mapping[str, Any]) -> dict[str, str]:
 
 
 def rank_env(
-    job: Job, rank: int, node: str, peers: Sequence[str], extra: Mapping[str, str]
+    job: Job,
+    rank: int,
+    node: str,
+    peers: Sequence[str],
+    extra: Mapping[str, str],
+    instance: str,
 ) -> dict[str, str]:
-    """One rank's environment: the job's own, ``extra`` (net_env), then the COSCHED_ names."""
+    """One rank's environment: the job's own, ``extra`` (net_env), then the COSCHED_ names.
+
+    ``instance`` is the launch's, the same for all its ranks: the agents key the job's
+    secret and name its output directories with it (agent/jobsecret.py).
+    """
     env = dict(job.spec.env)
     env.update(extra)
     env.update(
+        COSCHED_JOB_INSTANCE=instance,
         COSCHED_JOB=str(job.job_id),
         COSCHED_RANK=str(rank),
         COSCHED_SIZE=str(job.spec.size),

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.client import AgentError
+from agent.jobsecret import new_instance
 from controller import classes
 from controller.families import Core, Family, make_family
 from controller.jobs import (
@@ -206,8 +207,9 @@ class Scheduler:
     def launch(self, job: Job, nodes: list[str], *, start_frozen: bool) -> None:
         job.start(self.wall(), nodes)
         peers = [self.nodes[self.core.node_index[n]].data_ip for n in nodes]
+        instance = new_instance()  # one per launch: the agents key the job's secret with it
         for rank, node in enumerate(nodes):
-            env = rank_env(job, rank, node, peers, self.job_env)
+            env = rank_env(job, rank, node, peers, self.job_env, instance)
             try:
                 reply = self.pool.launch(
                     node,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import nicproto
-from apps.mp import frame, mesh
+from apps.mp import auth, frame, mesh
 from apps.mp.errors import MPError
 from apps.mp.linkemu import LinkEmu
 from apps.mp.nic import NicClient, StatePage
@@ -132,6 +132,7 @@ class Comm:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         seed: int | None = None,
         listener: socket.socket | None = None,
+        secret: bytes | None = None,
     ) -> None:
         if size < 1:
             raise MPError(f"job size must be at least 1, got {size}")
@@ -149,6 +150,8 @@ class Comm:
         self.nic_path = nic_path
         self.nic_job = nic_job or job
         self.connect_timeout = connect_timeout
+        # the job's secret: every mesh connection proves it (apps/mp/auth.py)
+        self.secret = auth.secret_from_env() if secret is None else secret
         # The link emulation's RNG: reproducible per job and rank unless a seed is given.
         self.rng = random.Random(seed if seed is not None else f"{job}:{rank}")
         self._listener = listener
@@ -203,6 +206,7 @@ class Comm:
             link=LinkEmu.from_env(env),
             nic_path=env.get("COSCHED_NIC_SOCK") or None,
             nic_job=env.get("COSCHED_JOB_ID", ""),
+            secret=auth.secret_from_env(env),
         )
         kw.update(overrides)
         return cls(**kw)
@@ -229,7 +233,13 @@ class Comm:
             # The highest rank accepts nobody: it needs no listening socket.
             lst = self.listen() if self.rank < self.size - 1 else self._listener
             hs = mesh.Handshake(
-                self.rank, self.size, self.peers, self.port, self.job, self.connect_timeout
+                self.rank,
+                self.size,
+                self.peers,
+                self.port,
+                self.job,
+                self.connect_timeout,
+                self.secret,
             )
             try:
                 links = hs.connect_all(lst)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from agent import nicproto
 from apps.mp.errors import MPError
 
 MAGIC = b"CSM1"
@@ -20,7 +21,7 @@ KINDS = (DATA, HELLO)
 MAX_SIZE = 256 << 20  # one message, bytes
 HEADER = struct.Struct("!4sBBHiiQqq")  # magic ver kind flags src tag size send_ns erl_us
 HEADER_SIZE = HEADER.size
-assert HEADER_SIZE == 40
+assert HEADER_SIZE == 40 == nicproto.FRAME_HEADER_SIZE  # the agent bounds claims with it
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs ~1 µs more per message

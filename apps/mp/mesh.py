@@ -4,25 +4,32 @@ Rank *r* listens on ``peers[r]`` at ``port`` + the number of lower ranks with
 the same address (ranks sharing one host get consecutive ports), connects to
 every lower rank -- retrying refused connects until the connect timeout, as
 ranks start in any order -- and accepts every higher one. The first frame on
-each connection is a HELLO from both sides (rank, job size, job id); a size
-or job mismatch fails both ranks with the reason, a stray connection is
-dropped and the wait goes on. The highest rank accepts nobody and does not
-listen. Yu & Byun's cluster had GM ports opened at start the same way (§4.1).
+each connection is a HELLO from both sides (rank, job size, job id and a
+fresh nonce); then each side proves it holds the job's secret (the connecting
+rank first; apps/mp/auth.py). A connection that cannot prove it is dropped
+and the wait goes on, so another job on the node cannot pose as a rank or
+make the job fail (issue 28); a size or job mismatch between ranks that both
+proved themselves fails both with the reason. The highest rank accepts
+nobody and does not listen. Yu & Byun's cluster had GM ports opened at start
+the same way (§4.1).
 """
 
 from __future__ import annotations
 
 import errno
 import socket
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.mp import frame
+from agent import nicproto
+from apps.mp import auth, frame
 from apps.mp.errors import MPError
 
 RETRY_S = 0.05  # between connect attempts to a rank that is not listening yet
 HELLO_SIZE_LIMIT = 256  # bytes of job id in a HELLO
+HANDSHAKE_S = 5.0  # one accepted connection's whole handshake, at most
 
 
 class HandshakeRefused(MPError):
@@ -39,8 +46,9 @@ class Link:
 
 
 def port_of(peers: Sequence[str], port: int, rank: int) -> int:
-    """Ranks sharing an address (one host) listen on consecutive ports."""
-    return port + sum(1 for j in range(rank) if peers[j] == peers[rank])
+    """Ranks sharing an address (one host) listen on consecutive ports (the agent checks
+    a registered socket's ports with the same rule: agent/nicproto.py)."""
+    return nicproto.mesh_port(peers, port, rank)
 
 
 def listen(rank: int, peers: Sequence[str], port: int, backlog: int) -> socket.socket:
@@ -82,7 +90,8 @@ def connect_once(addr: tuple[str, int], timeout: float) -> socket.socket:
 
 @dataclass
 class Handshake:
-    """The parameters both ends of every connection must agree on."""
+    """The parameters both ends of every connection must agree on; ``secret`` is the
+    job's (apps/mp/auth.py)."""
 
     rank: int
     size: int
@@ -90,6 +99,7 @@ class Handshake:
     port: int
     job: str
     timeout: float
+    secret: bytes = b""
 
     def connect_all(self, lst: socket.socket | None) -> list[Link]:
         """Connections to every other rank; closes them all and raises MPError on failure."""
@@ -106,18 +116,28 @@ class Handshake:
             raise
         return links
 
-    def _hello(self) -> bytes:
+    def _hello(self, nonce: bytes) -> bytes:
         job = self.job.encode()[:HELLO_SIZE_LIMIT]
-        return frame.pack(frame.HELLO, self.rank, self.size, len(job), time.time_ns(), 0) + job
+        return (
+            frame.pack(frame.HELLO, self.rank, self.size, len(job) + auth.NONCE_SIZE,
+                       time.time_ns(), 0)
+            + job + nonce
+        )  # fmt: skip
 
-    def _read_hello(self, sock: socket.socket, who: str) -> tuple[int, int, str]:
+    def _read_hello(self, sock: socket.socket, who: str) -> tuple[int, int, str, bytes]:
+        """(rank, size, job, nonce) the peer claims."""
         h = frame.unpack(_recv_exact(sock, frame.HEADER_SIZE, who), 0, who)
         if h.kind != frame.HELLO:
             raise MPError(f"bad frame from {who}: kind {h.kind}, expected HELLO ({frame.HELLO})")
-        if h.size > HELLO_SIZE_LIMIT:
-            raise MPError(f"bad frame from {who}: HELLO size {h.size} > {HELLO_SIZE_LIMIT}")
-        job = _recv_exact(sock, h.size, who).decode(errors="replace")
-        return h.src, h.tag, job
+        if not auth.NONCE_SIZE <= h.size <= HELLO_SIZE_LIMIT + auth.NONCE_SIZE:
+            raise MPError(f"bad frame from {who}: HELLO size {h.size}")
+        payload = _recv_exact(sock, h.size, who)
+        job, nonce = payload[: -auth.NONCE_SIZE], payload[-auth.NONCE_SIZE :]
+        return h.src, h.tag, job.decode(errors="replace"), nonce
+
+    def _proof(self, role: str, src: int, dst: int, size: int, job: str,
+               n_conn: bytes, n_acc: bytes) -> bytes:  # fmt: skip
+        return auth.proof(self.secret, f"cosched-mesh-{role}", job, src, dst, size, n_conn, n_acc)
 
     def _check_hello(self, size: int, job: str, who: str) -> None:
         if size != self.size:
@@ -145,10 +165,15 @@ class Handshake:
                 time.sleep(RETRY_S)
         try:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            s.sendall(self._hello())
-            src, size, job = self._read_hello(s, who)
+            mine = auth.new_nonce()
+            s.sendall(self._hello(mine))
+            src, size, job, theirs = self._read_hello(s, who)
             if src != j:
                 raise MPError(f"{who} answered as rank {src}")
+            s.sendall(self._proof("connect", self.rank, j, self.size, self.job, mine, theirs))
+            got = _recv_exact(s, auth.PROOF_SIZE, who)
+            if not auth.valid(self._proof("accept", j, self.rank, size, job, mine, theirs), got):
+                raise MPError(f"{who} cannot prove it belongs to this job (wrong secret)")
             self._check_hello(size, job, who)
         except HandshakeRefused:
             s.close()
@@ -175,15 +200,24 @@ class Handshake:
                 s, (addr, _port) = lst.accept()
             except TimeoutError:
                 continue
-            s.settimeout(max(0.1, deadline - time.monotonic()))
+            # a silent stray connection holds the wait up for a few seconds at most
+            s.settimeout(max(0.1, min(HANDSHAKE_S, deadline - time.monotonic())))
             who = f"a connection from {addr}"
             try:
-                src, size, job = self._read_hello(s, who)
+                src, size, job, theirs = self._read_hello(s, who)
                 who = f"rank {src} at {addr}"
                 if src not in missing:
                     raise MPError(f"{who}: unexpected (duplicate rank or out of range)")
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                s.sendall(self._hello())  # first, so a mismatched peer learns why too
+                mine = auth.new_nonce()
+                s.sendall(self._hello(mine))  # first, so a mismatched peer learns why too
+                got = _recv_exact(s, auth.PROOF_SIZE, who)
+                if not auth.valid(self._proof("connect", src, self.rank, size, job, theirs,
+                                              mine), got):  # fmt: skip
+                    print(f"mp: rank {self.rank}: refused {who}: it cannot prove it belongs "
+                          "to this job", file=sys.stderr, flush=True)  # fmt: skip
+                    raise MPError(f"{who}: wrong secret")
+                s.sendall(self._proof("accept", self.rank, src, self.size, self.job, theirs, mine))
                 self._check_hello(size, job, who)
             except HandshakeRefused:
                 s.close()
@@ -192,7 +226,8 @@ class Handshake:
                 raise
             except (MPError, OSError):
                 s.close()
-                continue  # a stray or broken connection: keep waiting for the real one
+                continue  # a stray, broken or impostor connection: keep waiting for the real one
+            s.settimeout(None)
             missing.discard(src)
             links.append(Link(src, addr, s))
         return links

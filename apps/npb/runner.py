@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from apps.mp import auth
 from apps.npb import KERNELS, NpbError, check_class, check_ranks, table2_shares
 from apps.npb.transport import MpiTransport, OursTransport, Transport
 
@@ -262,6 +263,7 @@ def launch(module: str, args: argparse.Namespace, argv: Sequence[str]) -> int:
         procs = [subprocess.Popen(cmd, env=env, start_new_session=True)]
     else:
         port = free_port_run(ranks)
+        env.setdefault(auth.SECRET_ENV, auth.new_secret())  # the ranks prove it to each other
         wait = args.wait or ("spinblock" if ranks > (os.cpu_count() or 1) else "spin")
         job = f"npb-{module.rsplit('.', 1)[-1]}-{os.getpid()}"
         procs = []

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from apps.catalog import AppInfo, catalog, check
+from apps.mp import auth
 from apps.npb.runner import check_mpi, free_port_run
 from apps.presets import PRESETS
 from common.errors import UsageError
@@ -134,11 +135,13 @@ def _run_local(app: AppInfo, ranks: int, rank_args: list[str], timeout: float) -
     """Start ``ranks`` ranks of ``app`` as a cluster job's ranks are started; print
     each rank's report (one JSON line, rank order); the status is the worst rank's."""
     port = free_port_run(ranks)
+    secret = auth.new_secret()  # the ranks prove it to each other, as a cluster job's do
     procs = []
     for r in range(ranks):
         env = _env()
         env.update(COSCHED_RANK=str(r), COSCHED_SIZE=str(ranks), COSCHED_PORT=str(port),
                    COSCHED_RANK0_ADDR="127.0.0.1", COSCHED_JOB=f"app-{os.getpid()}")  # fmt: skip
+        env[auth.SECRET_ENV] = secret
         env.pop("COSCHED_PEERS", None)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", app.module, *rank_args], cwd=REPO, env=env,

@@ -43,7 +43,8 @@ def _output(a: LiveAgent, job: str, timeout: float = 10.0) -> str:
                 break
             assert time.monotonic() < deadline, jobs[job]
             time.sleep(0.05)
-    return (a_run(a) / f"job-{job}" / "rank-0.out").read_text()
+    (out,) = (a_run(a)).glob(f"job-{job}.*/rank-0.out")  # one directory per launch
+    return out.read_text()
 
 
 def a_run(a: LiveAgent) -> Path:
@@ -103,16 +104,18 @@ def test_planted_links_are_refused(
     run = a_run(a)
     target = run.parent / "victim"
     target.write_text("untouched\n")
-    # a job directory that is a link, and a rank file that is a link
-    (run / "job-lp4").symlink_to(run.parent)
-    (run / "job-lp5").mkdir()
-    (run / "job-lp5" / "rank-0.out").symlink_to(target)
+    # a job directory that is a link, and a rank file that is a link, where a launch
+    # whose instance someone guessed would put its output (agent/jobsecret.py)
+    instance = "ab" * 16
+    (run / f"job-lp4.{instance[:12]}").symlink_to(run.parent)
+    (run / f"job-lp5.{instance[:12]}").mkdir()
+    (run / f"job-lp5.{instance[:12]}" / "rank-0.out").symlink_to(target)
     with a.client() as c:
-        for job, why in (("lp4", "not a directory"), ("lp5", "symbolic link")):
+        for job in ("lp4", "lp5"):
             with pytest.raises(AgentError) as e:
                 c.launch(a.node, job, ["/bin/sh", "-c", "echo pwned"], start_frozen=False,
-                         user="nobody")  # fmt: skip
-            assert why in str(e.value), e.value
+                         user="nobody", env={"COSCHED_JOB_INSTANCE": instance})  # fmt: skip
+            assert "never reused" in str(e.value), e.value
     assert target.read_text() == "untouched\n"
 
 

@@ -36,10 +36,10 @@ def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
 
 
 def _rank0_output(job_id: str, since: float) -> str:
-    """Rank 0's last report (the agent appends: an earlier test may have had this job id)."""
+    """Rank 0's report (each launch has a directory of its own: job-<id>.<instance>)."""
     paths = [
         Path(p)
-        for p in glob.glob(f"/var/lib/cosched/jobs/n*/job-{job_id}/rank-0.out")
+        for p in glob.glob(f"/var/lib/cosched/jobs/n*/job-{job_id}.*/rank-0.out")
         if Path(p).stat().st_mtime >= since
     ]
     assert paths, f"no fresh rank-0 output of job {job_id}"
@@ -73,5 +73,5 @@ def test_cg_and_ft_verify_as_cluster_jobs(live: Live, policy: str, extra: tuple[
         assert " Verification    =  VERIFIED" in out, out
         assert " Ranks           =  2 (ours)" in out
     for j in ids.values():  # the agents' job output directories
-        for d in glob.glob(f"/var/lib/cosched/jobs/n*/job-{j}"):
+        for d in glob.glob(f"/var/lib/cosched/jobs/n*/job-{j}.*"):
             shutil.rmtree(d, ignore_errors=True)

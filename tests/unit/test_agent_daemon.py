@@ -192,31 +192,38 @@ def test_launch_exit_event(running: tuple[Agent, tuple[str, int]], tmp_path: Pat
         rep = c.launch(
             "u0",
             "j1",
-            [sys.executable, "-c", "import os; print(os.environ['COSCHED_RANK'])"],
+            [sys.executable, "-c", "import os; print(os.environ['COSCHED_RANK'],"
+             " os.environ['COSCHED_JOB_SECRET'])"],
             ranks=[0, 1],
             start_frozen=False,
-        )
+        )  # fmt: skip
         assert set(rep["pids"]) == {"0", "1"}
         deadline = time.monotonic() + 10
         while len(c.events) < 1 and time.monotonic() < deadline:
             c.poll(0.1)
         ev = c.events.popleft().data
         assert ev["job_id"] == "j1" and ev["exit_code"] == 0
-        assert (tmp_path / "run/job-j1/rank-1.out").read_text().strip() == "1"
+        out = Path(rep["run_dir"])
+        assert out.parent == tmp_path / "run" and out.name.startswith("job-j1.")
+        lines = [(out / f"rank-{r}.out").read_text().split() for r in (0, 1)]
+        # one secret for the launch's ranks (agent/jobsecret.py), none on a command line
+        assert [x[0] for x in lines] == ["0", "1"] and lines[0][1] == lines[1][1]
+        assert len(lines[0][1]) == 64
         with pytest.raises(AgentError) as e:
             c.launch("u0", "../x", ["true"])
         assert e.value.code == "bad_request"
 
 
 def _expect_refusal_and_close(sock: socket.socket) -> wire.Message:
-    dec = wire.FrameDecoder(KEY)
+    """The error a peer that never authenticated gets: signed with the public (empty) key,
+    never with the cluster key (issue 28), then the connection closes."""
+    data = b""
     sock.settimeout(5)
-    msgs: list[wire.Message] = []
-    while True:
-        data = sock.recv(65536)
-        if not data:
-            break
-        msgs += dec.feed(data)
+    while chunk := sock.recv(65536):
+        data += chunk
+    with pytest.raises(wire.PeerRefused):
+        wire.FrameDecoder(KEY).feed(data)  # not a cluster-key signature
+    msgs = wire.FrameDecoder(wire.PUBLIC_KEY).feed(data)
     assert msgs and msgs[-1].type == wire.ERROR
     return msgs[-1]
 
@@ -276,6 +283,11 @@ def test_oversize_frame_refused_then_good_client_works(
             c.poll(2)  # and the connection is closed
     s = socket.create_connection(addr)
     s.sendall(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.MAX_BODY + 1))
+    assert _expect_refusal_and_close(s).data["code"] == "too_large"
+    s.close()
+    # before its hello a peer may send no more than a hello's worth (issue 28)
+    s = socket.create_connection(addr)
+    s.sendall(wire.HEADER.pack(wire.MAGIC, wire.VERSION, wire.HELLO_MAX_BODY + 1))
     assert _expect_refusal_and_close(s).data["code"] == "too_large"
     s.close()
     with AgentClient(addr, KEY) as c:

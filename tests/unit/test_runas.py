@@ -40,11 +40,17 @@ def test_resolve_names_the_missing_user() -> None:
     assert me.uid == os.geteuid() and me.is_self and me.name == ME.pw_name
 
 
-def test_output_dir_is_made_and_reused(tmp_path: Path) -> None:
-    d = output_dir(tmp_path / "run" / "n0", "7")
-    assert d == tmp_path / "run" / "n0" / "job-7" and d.is_dir()
-    assert output_dir(tmp_path / "run" / "n0", "7") == d
+I1, I2 = "a" * 32, "b" * 32  # two launches' instances (agent/jobsecret.py)
+
+
+def test_output_dir_is_made_afresh_and_never_reused(tmp_path: Path) -> None:
+    d = output_dir(tmp_path / "run" / "n0", "7", I1)
+    assert d == tmp_path / "run" / "n0" / "job-7.aaaaaaaaaaaa" and d.is_dir()
     assert d.stat().st_mode & 0o777 == 0o755
+    # issue 28: a job 7 of a later controller gets a directory of its own
+    assert output_dir(tmp_path / "run" / "n0", "7", I2) != d
+    with pytest.raises(RunAsError, match="never reused"):
+        output_dir(tmp_path / "run" / "n0", "7", I1)
 
 
 @pytest.mark.parametrize(
@@ -69,10 +75,10 @@ def test_links_are_refused(tmp_path: Path) -> None:
     with pytest.raises(RunAsError, match="not a directory"):
         ensure_root(tmp_path / "link" / "n0")
     root = ensure_root(tmp_path / "run")
-    (root / "job-1").symlink_to(real)
-    with pytest.raises(RunAsError, match="not a directory"):
-        output_dir(root, "1")
-    d = output_dir(root, "2")
+    (root / f"job-1.{I1[:12]}").symlink_to(real)
+    with pytest.raises(RunAsError, match="never reused"):
+        output_dir(root, "1", I1)
+    d = output_dir(root, "2", I1)
     victim = tmp_path / "victim"
     victim.write_text("x")
     (d / "rank-0.out").symlink_to(victim)
@@ -85,7 +91,7 @@ def test_links_are_refused(tmp_path: Path) -> None:
 
 
 def test_output_files_are_0640_and_append(tmp_path: Path) -> None:
-    d = output_dir(tmp_path / "run", "3")
+    d = output_dir(tmp_path / "run", "3", I1)
     for text in (b"a", b"b"):
         fd = open_output(d / "rank-0.out", resolve(None))
         os.write(fd, text)
