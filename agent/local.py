@@ -37,6 +37,7 @@ from agent.cdc.schemes import SCHEMES, Event, ProcView, Scheme, make_scheme
 from agent.gossip import ErlGossip
 from agent.jobs import Job
 from agent.nic import NicServer
+from agent.nicguard import JobView
 from agent.switchcost import measure_cost_switch_us
 from common.cgroups import DEFAULT_WEIGHT, CgroupError
 from common.names import AGENT_PORT
@@ -467,17 +468,13 @@ class LocalScheduler:
         self.boost_frozen = set()
 
     # ---- NIC callbacks -----------------------------------------------------------
-    def _authorize(self, job_id: str, pid: int) -> str | None:
+    def _authorize(self, job_id: str) -> JobView | str:
+        """What registrations for ``job_id`` are checked against (agent/nicguard.py)."""
         job = self.host.jobs.get(job_id)
         if job is None or job.ended:
             return f"no running job {job_id!r} on node {self.host.node}"
-        try:
-            members = self.host.cgroups.pids(job.cgroup)
-        except (CgroupError, OSError) as e:
-            return f"cannot read the cgroup of job {job_id!r}: {e}"
-        if pid not in members:
-            return f"process {pid} is not in job {job_id!r}'s cgroup"
-        return None
+        return JobView(job_id, dict(job.pids), lambda: self.host.cgroups.pids(job.cgroup),
+                       job.peers, job.port)  # fmt: skip
 
     def _peer_erl(self, node: str | None) -> float:
         if node == self.host.node:
@@ -517,6 +514,7 @@ class LocalScheduler:
             "holder": self.holder,
             "arrival_events": self.nic.arrival_events if self.nic else 0,
             "nic_refused": self.nic.refused if self.nic else 0,
+            "nic_claims_rejected": self.nic.claims_rejected if self.nic else 0,
             "erl_rejected": self.gossip.rejected if self.gossip else 0,
             "decision_cost_s": self.decision_cost_s,
             # The agent's own CPU since the counters were reset (what the scheme costs it).

@@ -15,6 +15,10 @@ drained). Protocol and page layout: docs/cdc.md "NIC socket".
 The receiver-side userspace delay of the message library (apps/mp/linkemu.py)
 is mirrored: a socket counts as pending only ``delay`` after its bytes were
 first seen, so agent and program agree on when a message arrived.
+
+The socket is open to every local user: what a registration may claim, and
+which descriptors it may hand over, is checked by agent/nicguard.py before
+anything is believed (issue 28).
 """
 
 from __future__ import annotations
@@ -34,11 +38,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from agent import nicproto
+from agent import nicguard, nicproto
 from agent.cdc.erl import PendingMsg
 from agent.cdc.schemes import Event, ProcView
+from common.guard import Acceptor
 
 log = logging.getLogger("agent.nic")
 
@@ -47,6 +51,10 @@ MAX_FDS = 256
 MAX_REGISTERED = 1024
 _EPOLL_FLAGS = select.EPOLLIN | select.EPOLLONESHOT
 _INQ = struct.Struct("i")
+
+
+def _consumed(page: mmap.mmap) -> int:
+    return int(struct.unpack_from("<Q", page, nicproto.OFF_CONSUMED)[0])
 
 
 def unread_bytes(fd: int) -> int:
@@ -78,6 +86,7 @@ class Registered:
     delay_s: float = 0.0
     unexpected_seen_s: float | None = None
     last_erl_us: float = 0.0
+    claims: nicguard.ClaimCheck = field(default_factory=nicguard.ClaimCheck)
 
     def state(self) -> nicproto.State:
         return nicproto.read_state(self.page)
@@ -96,7 +105,8 @@ class MdTotals:
             self.buckets[i] += b
 
 
-Authorize = Callable[[str, int], str | None]  # (job id, pid) -> refusal reason or None
+# job id -> what the agent knows of it here, or why it will not take registrations for it
+Authorize = Callable[[str], "nicguard.JobView | str"]
 
 
 class NicServer:
@@ -132,16 +142,26 @@ class NicServer:
         self.listener: socket.socket | None = None
         self.epoll = select.epoll()
         self.scheme = ""
-        self.erl_fd = -1
-        self._erl_page: mmap.mmap | None = None
+        self.erl: nicguard.ErlPage | None = None
+        self.claims_rejected_gone = 0  # of processes that left
+        self._acceptor: Acceptor | None = None
+        self._pending: dict[int, tuple[int, float]] = {}  # unregistered conn fd -> uid, since
         # Called before a connection is closed, so the agent loop can stop watching it.
         self.unwatch: Callable[[socket.socket], None] = lambda conn: None
 
+    @property
+    def erl_fd(self) -> int:
+        """The descriptor of the ERL page jobs get (read-only), -1 when closed."""
+        return self.erl.ro_fd if self.erl is not None else -1
+
+    @property
+    def claims_rejected(self) -> int:
+        """Decision points at which a rank's unexpected-queue claim was not believed."""
+        return self.claims_rejected_gone + sum(p.claims.rejected for p in self.procs.values())
+
     # ---- lifecycle -------------------------------------------------------------
     def open(self) -> None:
-        self.erl_fd = os.memfd_create("cosched-erl", os.MFD_CLOEXEC)
-        os.ftruncate(self.erl_fd, nicproto.ERL_PAGE_SIZE)
-        self._erl_page = mmap.mmap(self.erl_fd, nicproto.ERL_PAGE_SIZE)
+        self.erl = nicguard.erl_page()  # sealed; jobs get it read-only
         self.set_erl(0.0)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
@@ -153,9 +173,10 @@ class NicServer:
         lst.bind(str(self.path))
         # Jobs may run as other users (they are authenticated by cgroup, below).
         os.chmod(self.path, 0o666)
-        lst.listen(64)
+        lst.listen(256)
         lst.setblocking(False)
         self.listener = lst
+        self._acceptor = Acceptor(lst)
 
     def close(self) -> None:
         for key in list(self.procs):
@@ -170,30 +191,54 @@ class NicServer:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
         self.epoll.close()
-        if self._erl_page is not None:
-            self._erl_page.close()
-            self._erl_page = None
-        if self.erl_fd >= 0:
-            os.close(self.erl_fd)
-            self.erl_fd = -1
+        if self.erl is not None:
+            self.erl.close()
+            self.erl = None
+        if self._acceptor is not None:
+            self._acceptor.close()
+            self._acceptor = None
 
     def set_erl(self, erl_us: float) -> None:
-        if self._erl_page is not None:
-            nicproto.write_erl(self._erl_page, int(erl_us))
+        if self.erl is not None:
+            nicproto.write_erl(self.erl.mem, int(erl_us))
 
     # ---- I/O readiness (called by the agent loop) ------------------------------
     def accept(self) -> socket.socket | None:
-        assert self.listener is not None
-        try:
-            conn, _ = self.listener.accept()
-        except (BlockingIOError, InterruptedError):
+        """The next connection to watch; None when there is none (or it was refused)."""
+        assert self._acceptor is not None
+        self.expire_unregistered()
+        got = self._acceptor.accept()  # EMFILE sheds the connection, never raises
+        if got is None:
             return None
+        conn = got[0]
         conn.setblocking(False)
+        try:
+            _pid, uid, _gid = struct.unpack(
+                "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            )
+        except OSError:
+            conn.close()
+            return None
         if len(self.conns) >= MAX_REGISTERED:
             self._refuse(conn, "too many registered processes on this node")
             return None
+        mine = sum(1 for u, _ in self._pending.values() if u == uid)
+        if uid != 0 and mine >= nicguard.PENDING_PER_UID:
+            self._refuse(conn, f"uid {uid} holds {mine} unregistered connections already")
+            return None
         self.conns[conn.fileno()] = conn
+        self._pending[conn.fileno()] = (uid, self.clock())
         return conn
+
+    def expire_unregistered(self) -> None:
+        """Close connections that did not register within REGISTER_S."""
+        if not self._pending:
+            return
+        cutoff = self.clock() - nicguard.REGISTER_S
+        for fd, (_uid, since) in list(self._pending.items()):
+            conn = self.conns.get(fd)
+            if since < cutoff and conn is not None:
+                self._drop_conn(conn, "no registration in time")
 
     def readable(self, conn: socket.socket) -> bool:
         """Handle one datagram (or EOF). False when the connection is gone."""
@@ -245,6 +290,7 @@ class NicServer:
         many messages it carries: the agent's wake-ups, not the messages,
         are what costs (benchmarks/nic_cost.py).
         """
+        self.expire_unregistered()
         now = self.clock()
         out: dict[str, ProcView] = {}
         for key, p in self.procs.items():
@@ -266,7 +312,10 @@ class NicServer:
                     if rearm and not s.armed:
                         self._arm(s)
             wait, coll, unexpected = nicproto.read_flags(p.page)
-            if unexpected > 0:
+            # the rank's own count: believed within what its sockets delivered (nicguard)
+            if unexpected > 0 and p.claims.honour(
+                _consumed(p.page), unexpected, [s.sock for s in p.socks], p.pid
+            ):
                 if p.unexpected_seen_s is None:
                     p.unexpected_seen_s = now
                 msgs.append(PendingMsg(p.last_erl_us, p.unexpected_seen_s))
@@ -314,6 +363,7 @@ class NicServer:
         fd = conn.fileno()
         key = self.by_conn.pop(fd, None)
         self.conns.pop(fd, None)
+        self._pending.pop(fd, None)
         if key is not None:
             self._unregister(key, why)
         self.unwatch(conn)
@@ -321,48 +371,54 @@ class NicServer:
 
     def _register(self, conn: socket.socket, data: bytes, fds: list[int]) -> bool:
         fd = conn.fileno()
+        self._pending.pop(fd, None)
+        socks: list[tuple[socket.socket, str, int]] = []  # duplicates, checked (nicguard)
+        page: mmap.mmap | None = None
         try:
-            msg = json.loads(data)
-            if not isinstance(msg, dict) or msg.get("op") != "register":
-                raise ValueError("the first datagram must be {'op': 'register', ...}")
-            job, rank, socks = msg["job"], msg["rank"], msg["socks"]
-            if not isinstance(job, str) or not isinstance(rank, int) or not isinstance(socks, list):
-                raise ValueError("register: job (str), rank (int) and socks (list) are required")
-            if len(fds) != 1 + len(socks):
-                raise ValueError(f"register: {len(fds)} fds for {len(socks)} sockets (+1 page)")
+            job, rank, peers = nicguard.parse_register(data)
+            if len(fds) != 1 + len(peers):
+                raise nicguard.Refused(
+                    f"register: {len(fds)} fds for {len(peers)} sockets (+1 page)"
+                )
+            if len(set(peers)) != len(peers):
+                raise nicguard.Refused("register: two sockets claim the same peer rank")
             pid, _uid, _gid = struct.unpack(
                 "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
             )
-            why = self.authorize(job, pid)
-            if why is not None:
-                raise PermissionError(why)
+            view = self.authorize(job)
+            if isinstance(view, str):
+                raise nicguard.Refused(view)
+            nicguard.check_rank(view, rank, pid)
+            key = f"{job}/{rank}"
+            if key in self.procs:
+                raise nicguard.Refused(f"rank {rank} of job {job!r} is registered already")
+            nicguard.check_state_fd(fds[0])
+            for peer, sfd in zip(peers, fds[1:], strict=True):
+                s, addr = nicguard.mesh_socket(sfd, view, rank, peer)
+                socks.append((s, addr, peer))
             page = mmap.mmap(fds[0], nicproto.STATE_SIZE, prot=mmap.PROT_READ)
             nicproto.read_state(page)  # checks magic and version
-        except (ValueError, KeyError, TypeError, OSError, PermissionError) as e:
-            for f in fds:
-                os.close(f)
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            for s, _, _ in socks:
+                s.close()
+            if page is not None:
+                page.close()
             self.conns.pop(fd, None)
-            self._refuse(conn, str(e))
+            self._refuse(conn, str(e) or type(e).__name__)
             return False
-        os.close(fds[0])
-        key = f"{job}/{rank}"
-        if key in self.procs:
-            self._unregister(key, "registered again")
+        finally:
+            for f in fds:  # what we keep are the checked duplicates and the mapping
+                os.close(f)
         reg = Registered(key, job, rank, pid, conn, page, delay_s=self.delay_of_job(job))
-        for info, sfd in zip(socks, fds[1:], strict=True):
-            s = socket.socket(fileno=sfd)
-            peer_node = None
-            if isinstance(info, dict) and isinstance(info.get("addr"), str):
-                peer_node = self.node_of_addr(info["addr"])
-            peer = info.get("peer", -1) if isinstance(info, dict) else -1
-            entry = _Sock(s, int(peer) if isinstance(peer, int) else -1, peer_node, key)
+        for s, addr, peer in socks:
+            entry = _Sock(s, peer, self.node_of_addr(addr), key)
             try:
-                self.epoll.register(sfd, _EPOLL_FLAGS)
+                self.epoll.register(s.fileno(), _EPOLL_FLAGS)
             except OSError as e:
                 log.warning("NIC: cannot watch a socket of %s: %s", key, e)
                 s.close()
                 continue
-            self.by_fd[sfd] = entry
+            self.by_fd[s.fileno()] = entry
             reg.socks.append(entry)
         self.procs[key] = reg
         self.by_conn[fd] = key
@@ -376,19 +432,18 @@ class NicServer:
         return True
 
     def _event(self, key: str, data: bytes) -> None:
-        try:
-            msg: Any = json.loads(data)
-            if msg.get("op") == "coll" and isinstance(msg.get("on"), bool):
-                self.on_event(key, Event.COLL_ON if msg["on"] else Event.COLL_OFF)
-                return
-        except (ValueError, AttributeError):
-            pass
-        self.bad_messages += 1
+        """A collective entry or exit: ``{"op": "coll", "on": true|false}``, nothing else."""
+        on = nicguard.parse_event(data)
+        if on is None:
+            self.bad_messages += 1
+        else:
+            self.on_event(key, Event.COLL_ON if on else Event.COLL_OFF)
 
     def _unregister(self, key: str, why: str) -> None:
         p = self.procs.pop(key, None)
         if p is None:
             return
+        self.claims_rejected_gone += p.claims.rejected
         with contextlib.suppress(ValueError, OSError):
             st = p.state()
             self.retired.add(st.md_count, st.md_sum_ns, list(st.md_buckets))

@@ -5,10 +5,10 @@ run as root (a sleeping process keeps each job's group alive; the boosts are
 real cpu weight writes) or, with ``--fake``, on the fake cgroupfs (whose
 Python file writes cost far more than the kernel's). The NIC path is the
 real one: SEQPACKET registration, duplicated sockets in a one-shot epoll set,
-SIOCINQ at every tick. This process
-plays the ranks: it registers ``--ranks`` socket pairs and state pages, then
-sends messages at ``--rate`` per second spread over the ranks and consumes
-each one shortly after it lands, as a program would. The agent's own CPU time
+SIOCINQ at every tick. This process plays the ranks: it registers ``--ranks``
+mesh connections (TCP on 127.0.0.1) and sealed state pages, then sends
+messages at ``--rate`` per second spread over the ranks and consumes each one
+shortly after it lands, as a program would. The agent's own CPU time
 (getrusage in the child) is measured for an idle run (no messages, same tick)
 and a loaded run in the same invocation; the difference per message is the
 NIC emulation's cost per message.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import mmap
 import multiprocessing as mp
@@ -39,8 +40,10 @@ from agent import nicproto  # noqa: E402
 from agent.daemon import Agent, AgentConfig  # noqa: E402
 from agent.jobs import Job  # noqa: E402
 from agent.local import LocalConfig  # noqa: E402
+from agent.nicguard import JobView  # noqa: E402
 from common.cgroups import V1Driver, open_cgroups  # noqa: E402
 from common.cgroups.fake import fake_v1  # noqa: E402
+from common.ports import free_port  # noqa: E402
 
 KEY = b"benchmark-key-0123456789abcdef"
 
@@ -57,6 +60,7 @@ def agent_proc(
     ready: mp.Event,
     stop: mp.Event,
     out: mp.Queue,  # type: ignore[type-arg]
+    ports: list[int],
 ) -> None:
     fs = fake_v1(Path(tmp) / "cg") if fake else None
     drv = V1Driver(Path(tmp) / "cg", fs=fs) if fs is not None else open_cgroups("auto")
@@ -82,7 +86,11 @@ def agent_proc(
             sleepers.append(p)
             drv.add_pid(cg, p.pid)
     agent.local.gossip_port = 0
-    agent.local._authorize = lambda job, pid: None  # type: ignore[method-assign]
+    # every "rank" is the parent process, rank 0 of a 2-rank job on 127.0.0.1 (agent/nicguard.py)
+    me = os.getppid()
+    agent.local._authorize = lambda job: JobView(  # type: ignore[method-assign]
+        job, {0: me}, lambda: [me], PEERS, ports[int(job)]
+    )
     agent.local.configure(LocalConfig(scheme, mpl=ranks, tick_s=tick_ms / 1e3))
     ready.set()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -121,12 +129,22 @@ def agent_proc(
         drv.remove(PARENT)
 
 
+PEERS = ("127.0.0.1", "127.0.0.1")
+
+
 class FakeRank:
-    def __init__(self, sock_path: Path, job: int) -> None:
-        self.far, self.near = socket.socketpair()
+    """Rank 0 of job ``job``: its mesh connection to rank 1 (accepted on the job's port, as
+    the library's is) and a sealed state page, registered as the library does."""
+
+    def __init__(self, sock_path: Path, job: int, port: int) -> None:
+        lst = socket.create_server(("127.0.0.1", port))
+        self.far = socket.create_connection(("127.0.0.1", port))
+        self.near, _ = lst.accept()
+        lst.close()
         self.near.setblocking(False)
-        self.fd = os.memfd_create("state")
+        self.fd = os.memfd_create("state", os.MFD_ALLOW_SEALING)
         os.ftruncate(self.fd, nicproto.STATE_SIZE)
+        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
         self.page = mmap.mmap(self.fd, nicproto.STATE_SIZE)
         nicproto.init_state(self.page)
         self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -152,12 +170,13 @@ def run(
     with tempfile.TemporaryDirectory() as tmp:
         ctx = mp.get_context("fork")
         ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
+        ports = [free_port() for _ in range(ranks)]
         p = ctx.Process(
-            target=agent_proc, args=(tmp, scheme, tick_ms, ranks, fake, ready, stop, out)
+            target=agent_proc, args=(tmp, scheme, tick_ms, ranks, fake, ready, stop, out, ports)
         )
         p.start()
         ready.wait(10)
-        rs = [FakeRank(Path(tmp) / "run" / "nic.sock", j) for j in range(ranks)]
+        rs = [FakeRank(Path(tmp) / "run" / "nic.sock", j, ports[j]) for j in range(ranks)]
         sent = 0
         t0 = time.monotonic()
         nxt = t0

@@ -14,6 +14,7 @@ histogram.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import mmap
 import os
@@ -28,12 +29,15 @@ class StatePage:
     """The rank's state page: a memfd the library writes and the agent maps read-only.
 
     It exists with or without an agent (the library's counters live in it), and
-    is what registration hands over (``fd``). Layout: agent/nicproto.py.
+    is what registration hands over (``fd``). Layout: agent/nicproto.py. It is
+    sealed at its size: the agent takes only a page that cannot shrink under
+    its mapping (agent/nicguard.py).
     """
 
     def __init__(self) -> None:
-        self.fd = os.memfd_create("cosched-rank-state", os.MFD_CLOEXEC)
+        self.fd = os.memfd_create("cosched-rank-state", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(self.fd, nicproto.STATE_SIZE)
+        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
         self.mem = mmap.mmap(self.fd, nicproto.STATE_SIZE)
         nicproto.init_state(self.mem)
 

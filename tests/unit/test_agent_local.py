@@ -23,17 +23,41 @@ from agent.client import AgentClient, AgentError
 from agent.daemon import Agent
 from agent.gossip import pack, unpack
 from agent.local import BOOST_WEIGHT, LocalConfig, LocalPolicyError
+from agent.nicguard import JobView
 from common.cgroups import DEFAULT_WEIGHT
+from common.ports import free_port
 from tests.unit.test_agent_daemon import KEY, PARENT, make_agent
+
+PEERS = ("127.0.0.1", "127.0.0.1")
+
+
+def sealed_page() -> int:
+    """A state page as the library makes it: a memfd sealed at its size."""
+    import fcntl
+
+    fd = os.memfd_create("state", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, nicproto.STATE_SIZE)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+
+
+def mesh_pair(port: int) -> tuple[socket.socket, socket.socket]:
+    """Rank 0's end of its mesh connection with rank 1 (accepted on the job's port), and
+    rank 1's end: what the library registers, and where test "arrivals" are written."""
+    lst = socket.create_server(("127.0.0.1", port))
+    far = socket.create_connection(("127.0.0.1", port))
+    near, _ = lst.accept()
+    lst.close()
+    return near, far
 
 
 class Rank:
     """The library's side of the NIC socket, by hand."""
 
     def __init__(self, agent: Agent, job: str, rank: int = 0) -> None:
-        self.data_far, self.data = socket.socketpair()
-        self.fd = os.memfd_create("state")
-        os.ftruncate(self.fd, nicproto.STATE_SIZE)
+        port = agent.jobs[job].port if job in agent.jobs and agent.jobs[job].port else free_port()
+        self.data, self.data_far = mesh_pair(port)
+        self.fd = sealed_page()
         self.page = mmap.mmap(self.fd, nicproto.STATE_SIZE)
         nicproto.init_state(self.page)
         self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -43,7 +67,7 @@ class Rank:
             "job": job,
             "rank": rank,
             "pid": os.getpid(),
-            "socks": [{"peer": 1, "addr": "10.0.0.2"}],
+            "socks": [{"peer": 1, "addr": "127.0.0.1"}],
         }
         socket.send_fds(self.conn, [json.dumps(msg).encode()], [self.fd, self.data.fileno()])
         self.agent = agent
@@ -71,12 +95,15 @@ def pump(agent: Agent, rounds: int = 5) -> None:
 
 
 def add_job(agent: Agent, jid: str, pid: int) -> None:
+    """Job ``jid`` of two ranks on 127.0.0.1, its rank 0 here as ``pid``."""
     from agent.jobs import Job
 
     cg = f"{PARENT}/job-{jid}"
     agent.driver.create(cg)
     agent.driver.add_pid(cg, pid)
-    agent.jobs[jid] = Job(jid, cg, reattached=True)
+    job = Job(jid, cg, reattached=True, peers=PEERS, port=free_port())
+    job.pids = {0: pid}
+    agent.jobs[jid] = job
 
 
 @pytest.fixture
@@ -92,7 +119,12 @@ def agent(tmp_path: Path) -> Iterator[Agent]:
 
 def trust_all(agent: Agent) -> None:
     """Let this one process register as a rank of job 2 too (a pid is in one cgroup only)."""
-    agent.local._authorize = lambda job, pid: None  # type: ignore[method-assign]
+
+    def view(job: str) -> JobView:
+        me = os.getpid()
+        return JobView(job, {0: me}, lambda: [me], PEERS, agent.jobs[job].port)
+
+    agent.local._authorize = view  # type: ignore[method-assign]
 
 
 def configure(agent: Agent, scheme: str, tick_ms: float = 1000.0) -> None:
@@ -147,7 +179,8 @@ def test_registration_of_a_stranger_is_refused(agent: Agent) -> None:
     agent.driver.create(f"{PARENT}/job-3")
     from agent.jobs import Job
 
-    agent.jobs["3"] = Job("3", f"{PARENT}/job-3", reattached=True)
+    agent.jobs["3"] = Job("3", f"{PARENT}/job-3", reattached=True, peers=PEERS, port=free_port())
+    agent.jobs["3"].pids = {0: 1}
     r = Rank(agent, "3")
     try:
         assert r.reply["ok"] is False and "not in job" in r.reply["error"]
