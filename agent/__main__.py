@@ -21,7 +21,7 @@ from common.addr import addr_arg
 from common.addr import parse_addr as _parse_addr
 from common.errors import CoschedError
 from common.exits import report
-from common.keys import read_key
+from common.keys import daemon_owners, read_key
 from common.names import JOB_OUTPUT_DIR, METRICS_PORT
 
 __all__ = ["build_parser", "main", "parse_addr", "read_key"]
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = AgentConfig(
         node=args.node,
         listen=args.listen,
-        key=read_key(args.key_file),
+        key=read_key(args.key_file, daemon_owners()),
         # "" = cosched/<node> below the host's base (a systemd-delegated unit on v2)
         cgroup_parent=args.cgroup_parent or "",
         run_dir=Path(args.run_dir or f"{JOB_OUTPUT_DIR}/{args.node}"),

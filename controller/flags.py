@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.addr import addr_arg, format_addr
+from common.daemons import python_argv
 from common.names import (
     AGENT_PORT,
     CONTROLLER_METRICS_PORT,
@@ -303,8 +304,9 @@ def add_daemon_flags(
 
 
 def daemon_argv(args: argparse.Namespace, python: str = sys.executable) -> list[str]:
-    """The ``python -m controller`` command line for the daemon flags in ``args``."""
-    argv = [python, "-m", "controller"]
+    """The ``python -I|-P -m controller`` command line for the daemon flags in ``args``
+    (common/daemons.py: never importing from the caller's directory)."""
+    argv = python_argv("controller", python=python)
     for flag in DAEMON_FLAGS:
         value = getattr(args, flag.dest, None)
         if value is None or value is False:

@@ -30,6 +30,7 @@ import os
 import re
 import shlex
 import socket
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ class RemoteHost:
     strict: bool  # StrictHostKeyChecking=yes: an unknown host key is refused
     groups: tuple[str, ...]
     vars: dict[str, Any] = field(default_factory=dict, compare=False)
+    host_key_checking: str = "yes"  # the inventory's StrictHostKeyChecking, as written
 
     def var(self, name: str) -> Any:
         return resolve(name, self.vars)
@@ -179,7 +181,8 @@ def parse_inventory(
         hv = {**hv, **(extra or {})}
         opts = _ssh_options(str(resolve("ansible_ssh_common_args", hv) or ""))
         key = resolve("ansible_ssh_private_key_file", hv)
-        strict = opts.get("stricthostkeychecking", "ask").lower() in ("yes", "ask")
+        checking = opts.get("stricthostkeychecking", "ask").lower()
+        strict = checking in ("yes", "ask")
         hosts.append(
             RemoteHost(
                 name=name,
@@ -191,6 +194,7 @@ def parse_inventory(
                 strict=strict,
                 groups=tuple(hostgroups[name]),
                 vars={"inventory_hostname": name, **hv},
+                host_key_checking=checking,
             )
         )
     return hosts
@@ -371,11 +375,13 @@ def parse_status(out: str) -> dict[str, str]:
 def start_script(host: RemoteHost, d: Daemon) -> str:
     """Start ``d`` as the role does (systemd, or start-stop-daemon with the role's flags)."""
     # the daemon's own argv after the executable: [-c prologue leaf backend] -m kind $args
+    # -P: the working directory never reaches sys.path (docs/security.md); the prologue
+    # execs the rest of its argv, so the daemon gets -P too.
     argv = (
-        ["-c", _q(AGENT_ENTER_CGROUP), _q(d.cgroup_leaf), _q(d.backend)]
+        ["-P", "-c", _q(AGENT_ENTER_CGROUP), _q(d.cgroup_leaf), _q(d.backend)]
         if d.kind == "agent" and d.cgroup_leaf
         else []
-    ) + ["-m", d.kind, "$args"]
+    ) + ["-P", "-m", d.kind, "$args"]
     run_dir, log_dir = os.path.dirname(d.pidfile), os.path.dirname(d.log)
     return "\n".join([
         _use_systemd(host),
@@ -478,7 +484,30 @@ def connect(host: RemoteHost, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
         conn.client.load_host_keys(host.known_hosts)
     if host.strict:
         conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    else:  # the inventory chose to trust unknown keys: say so every time it happens
+        conn.client.set_missing_host_key_policy(_loud_policy(host))
     return cast(Connection, conn)
+
+
+def _loud_policy(host: RemoteHost) -> Any:
+    """Accept an unknown host key as the inventory asks (``no``/``accept-new``), with one
+    loud line on stderr naming the host and the key (issue 28: it was silent)."""
+    import paramiko
+
+    class Loud(paramiko.AutoAddPolicy):  # type: ignore[misc]
+        def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+            print(
+                f"cosched remote: WARNING: {host.label}: accepted a host key this machine "
+                f"does not know, {key.get_name()} {key.fingerprint} "
+                f"(StrictHostKeyChecking={host.host_key_checking} in the inventory): whoever "
+                "answered at that address is trusted; put the host's key in "
+                "UserKnownHostsFile and set StrictHostKeyChecking=yes",
+                file=sys.stderr,
+                flush=True,
+            )
+            super().missing_host_key(client, hostname, key)
+
+    return Loud()
 
 
 def unreachable_reason(err: BaseException) -> str:

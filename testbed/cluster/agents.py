@@ -5,7 +5,8 @@ cgroups (the leaf ``cosched/<node>/agent`` in every hierarchy: cgroup v2 puts
 processes only in leaves), entered between fork and exec,
 so the agent and everything it launches start confined to the node. PIDs are
 recorded with their start time; we only ever signal a PID whose start time
-still matches (PID reuse would otherwise make us kill a stranger).
+still matches (PID reuse would otherwise make us kill a stranger). Agents
+start isolated from the caller's directory and environment (common/daemons.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import urllib.request
 
 import psutil
 
+from common.daemons import DAEMON_CWD, daemon_env, python_argv
 from common.names import AGENT_PORT, METRICS_PORT
 from common.private import append_private
 
@@ -43,9 +45,7 @@ def agent_command(
     switch: str = "freezer",
 ) -> list[str]:
     """The command line that starts one node's agent. The single place to adjust flags."""
-    return [
-        python,
-        "-m",
+    return python_argv(
         "agent",
         "--node",
         node,
@@ -54,7 +54,7 @@ def agent_command(
         "--metrics",
         f"{ctl_ip}:{metrics_port}",
         "--key-file",
-        key_file,
+        os.path.abspath(key_file),  # the agent starts in /
         "--cgroup-parent",
         cgroup_parent,
         "--backend",
@@ -63,7 +63,8 @@ def agent_command(
         switch,
         "--hostname",  # its own name: jobs (MPI's runtime) can tell the nodes apart
         node,
-    ]
+        python=python,
+    )
 
 
 def agent_available() -> bool:
@@ -94,6 +95,8 @@ def start_agent(
                 preexec_fn=enter,
                 start_new_session=True,  # survives the CLI's terminal going away
                 close_fds=True,
+                cwd=DAEMON_CWD,  # never import from the caller's directory
+                env=daemon_env(),
             )
     finally:
         enter.close()

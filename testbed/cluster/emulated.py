@@ -21,7 +21,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import psutil
 
 from agent.emulated import EmulationError, capacity
+from common.daemons import DAEMON_CWD, daemon_env, python_argv
 from common.private import append_private
 from testbed.cluster import agents as agent_mod
 from testbed.cluster import state as state_mod
@@ -38,7 +38,6 @@ from testbed.cluster.state import AgentRecord, ClusterState
 
 DEFAULT_BASE_PORT = 17000
 START_TIMEOUT_S = 120.0
-REPO = Path(__file__).resolve().parents[2]
 
 
 def relay_count(spec: str, n: int) -> int:
@@ -89,8 +88,9 @@ def up(n: int, relays: str = "auto", base_port: int = DEFAULT_BASE_PORT,
         st.agents.append(
             _start(
                 "emulated",
-                [sys.executable, "-m", "agent.emulated", "--nodes", str(n), "--base-port",
-                 str(base_port), "--key-file", st.key_file, "--state", nodes_file],
+                python_argv("agent.emulated", "--nodes", str(n), "--base-port",
+                            str(base_port), "--key-file", os.path.abspath(st.key_file),
+                            "--state", os.path.abspath(nodes_file)),
                 host_log,
                 ready=lambda: os.path.exists(nodes_file),
             )
@@ -104,9 +104,10 @@ def up(n: int, relays: str = "auto", base_port: int = DEFAULT_BASE_PORT,
             if not names:
                 break
             port = base_port + n + 1 + i
-            argv = [sys.executable, "-m", "controller.relay", "--name", f"r{i}", "--listen",
-                    f"127.0.0.1:{port}", "--state", nodes_file, "--slice",
-                    f"{i * per}:{i * per + len(names)}", "--key-file", st.key_file]  # fmt: skip
+            argv = python_argv("controller.relay", "--name", f"r{i}", "--listen",
+                               f"127.0.0.1:{port}", "--state", os.path.abspath(nodes_file),
+                               "--slice", f"{i * per}:{i * per + len(names)}", "--key-file",
+                               os.path.abspath(st.key_file))  # fmt: skip
             log = os.path.join(sdir, f"relay-r{i}.log")
             st.agents.append(_start(f"relay:r{i}", argv, log, ready=_banner(log, f"relay r{i}:")))
             infos.append({"name": f"r{i}", "ctl_ip": "127.0.0.1", "port": port, "nodes": names})
@@ -141,9 +142,10 @@ def _banner(log: str, text: str) -> Any:
 
 def _start(name: str, argv: list[str], log: str, ready: Any) -> AgentRecord:
     with append_private(log) as f:
-        proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=f,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                close_fds=True)  # fmt: skip
+        # from /, isolated from the caller's directory and environment (common/daemons.py)
+        proc = subprocess.Popen(argv, cwd=DAEMON_CWD, env=daemon_env(),
+                                stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)  # fmt: skip
     rec = AgentRecord(
         node=name, pid=proc.pid, start_time=psutil.Process(proc.pid).create_time(),
         cmd=argv, log=log,

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.daemons import DAEMON_CWD, daemon_env
 from common.names import CONTROLLER_LOG, CONTROLLER_PORT, RUN_DIR_ENV, controller_socket
 from common.private import append_private
 from controller.client import ControllerClient, ControllerError
@@ -25,7 +26,7 @@ from controller.flags import add_daemon_flags, daemon_argv
 from . import command_parser
 from ._api import CliError, call, common_options, json_arg, print_json
 
-SETTABLE = ("quantum", "max_slots", "interactive_limit", "user_limit")
+SETTABLE = ("quantum", "max_slots", "interactive_limit", "user_limit", "queue_limit")
 DAEMON_PREFIX = "controller: error: "  # how python -m controller reports (controller/__main__.py)
 
 __all__ = ["add_commands", "daemon_argv"]
@@ -46,10 +47,11 @@ def _parse_setting(item: str) -> tuple[str, Any]:
         if key in ("quantum", "interactive_limit"):
             raise CliError(f"{key} needs a number of seconds")
         return key, None
+    counts = ("max_slots", "user_limit", "queue_limit")
     try:
-        value: Any = int(raw) if key in ("max_slots", "user_limit") else float(raw)
+        value: Any = int(raw) if key in counts else float(raw)
     except ValueError:
-        kind = "a whole number or none" if key in ("max_slots", "user_limit") else "seconds"
+        kind = "a whole number or none" if key in counts else "seconds"
         raise CliError(f"{key}={raw!r}: want {kind}") from None
     return key, value
 
@@ -138,16 +140,18 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise CliError(
             f"cannot prepare {args.run_dir}: {exc.strerror}", fix="run as root, or give --run-dir"
         ) from None
-    env = dict(os.environ, **{RUN_DIR_ENV: args.run_dir})
+    # Not our whole environment, and not our directory (common/daemons.py, issue 28).
+    env = daemon_env({RUN_DIR_ENV: os.path.abspath(args.run_dir)})
     try:
         # A new session: the daemon outlives this command and the user's terminal.
         proc = subprocess.Popen(
-            daemon_argv(args),
+            daemon_argv(_absolute(args)),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             start_new_session=True,
             env=env,
+            cwd=DAEMON_CWD,
         )
     finally:
         log.close()
@@ -166,6 +170,16 @@ def cmd_start(args: argparse.Namespace) -> int:
         f"the controller (pid {proc.pid}) did not answer on {sock} within {args.wait:g} s",
         fix=f"see {log_path}; give it longer with --wait",
     )
+
+
+def _absolute(args: argparse.Namespace) -> argparse.Namespace:
+    """The paths the daemon is given, made absolute: it starts in /, not here."""
+    out = argparse.Namespace(**vars(args))
+    for name in ("run_dir", "cluster_state", "key_file", "checkpoint", "user_keys"):
+        value = getattr(out, name, None)
+        if isinstance(value, str) and value:
+            setattr(out, name, os.path.abspath(value))
+    return out
 
 
 def _last_line(path: str) -> str:
@@ -272,7 +286,8 @@ def add_commands(subparsers: Any) -> None:
         "Change operator settings while the controller runs (Gorda & Brooks 1991 §3): quantum (s, "
         ">= "
         "0.01), max_slots (int or none), interactive_limit (s of run time before an "
-        "interactive job is demoted), user_limit (jobs per user, int or none).",
+        "interactive job is demoted), user_limit (jobs per user, int or none), queue_limit "
+        "(queued jobs per user who is not an operator, default 100, int or none).",
         "  cosched controller set quantum=0.5\n"
         "  cosched controller set max_slots=4 user_limit=none",
         common,

@@ -62,7 +62,7 @@ def bare_nodes(root_cluster_env: Path, tmp_path: Path) -> Iterator[tuple[Path, P
             if name in agents:
                 cmd = agent_mod.agent_command(name, hv["cosched_control_address"], key,
                                               f"cosched/{name}")  # fmt: skip
-                line = "COSCHED_AGENT_ARGS=" + " ".join(cmd[3:])
+                line = "COSCHED_AGENT_ARGS=" + " ".join(cmd[cmd.index("agent") + 1 :])
                 (prefix / "etc" / f"agent-{name}.env").write_text(line + "\n")
             else:
                 nodes = ",".join(f"{n}={v['cosched_control_address']}:7070"

@@ -235,9 +235,12 @@ def test_rendered_flags_are_the_clusters_and_the_daemons_accept_them(tmp_path: P
         got = json.loads((tmp_path / f"n{i}.json").read_text())
         argv: list[str] = got["agent"]
         # the cgroup prologue, then the agent exactly as the cluster starts it
-        assert argv[:2] == [sys.executable, "-c"] and argv[3:5] == [f"cosched/n{i}/agent", "auto"]
+        # -P for both: never the working directory on sys.path (docs/security.md)
+        assert argv[:3] == [sys.executable, "-P", "-c"]
+        assert argv[4:9] == [f"cosched/n{i}/agent", "auto", "-P", "-m", "agent"]
         flags = argv[argv.index("agent") + 1 :]
-        want = agent_command(f"n{i}", f"10.212.0.{i + 1}", str(key), f"cosched/n{i}")[3:]
+        cmd = agent_command(f"n{i}", f"10.212.0.{i + 1}", str(key), f"cosched/n{i}")
+        want = cmd[cmd.index("agent") + 1 :]
         pairs = dict(zip(want[::2], want[1::2], strict=True))
         for flag, value in pairs.items():
             assert flags[flags.index(flag) + 1] == value, (flag, flags)

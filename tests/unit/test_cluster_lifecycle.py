@@ -129,7 +129,9 @@ def test_up_status_down(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
     assert [a.node for a in st.agents] == ["n0", "n1"]
     cmd = st.agents[0].cmd
-    assert cmd[1:3] == ["-m", "agent"] and "10.212.0.1:7070" in cmd and "cosched/n0" in cmd
+    # isolated from the caller's directory (common/daemons.py)
+    assert cmd[1] in ("-I", "-P") and cmd[2:4] == ["-m", "agent"]
+    assert "10.212.0.1:7070" in cmd and "cosched/n0" in cmd
 
     with open(state_mod.state_path(env.sdir())) as f:
         saved = json.load(f)

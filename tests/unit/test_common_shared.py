@@ -136,8 +136,8 @@ def test_start_hands_on_exactly_what_was_given() -> None:
              "--log-level", "DEBUG", "--agent-port", "7171"]  # fmt: skip
     args = _start_parser().parse_args(["controller", "start", *given, "--run-dir", "/tmp/r"])
     argv = daemon_argv(args)
-    assert argv[1:3] == ["-m", "controller"]
-    parsed = _daemon_parser().parse_args(argv[3:])
+    assert argv[1] in ("-I", "-P") and argv[2:4] == ["-m", "controller"]
+    parsed = _daemon_parser().parse_args(argv[4:])
     assert parsed.quantum == 1.0  # start's default, handed on
     assert parsed.run_dir == "/tmp/r"
     assert parsed.listen_tcp == ("::1", 7000) and parsed.metrics == ("0.0.0.0", 9097)
@@ -149,9 +149,9 @@ def test_start_hands_on_exactly_what_was_given() -> None:
 def test_flags_not_given_take_the_daemons_defaults() -> None:
     args = _start_parser().parse_args(["controller", "start", "--policy", "gang"])
     argv = daemon_argv(args, python="py")
-    assert argv == ["py", "-m", "controller", "--policy", "gang", "--quantum", "1",
+    assert argv == ["py", "-P", "-m", "controller", "--policy", "gang", "--quantum", "1",
                     "--run-dir", args.run_dir]  # fmt: skip
-    daemon = _daemon_parser().parse_args(argv[3:])
+    daemon = _daemon_parser().parse_args(argv[4:])
     assert daemon.fifo_priority == 20 and daemon.checkpoint_every == 5.0
 
 

@@ -134,15 +134,15 @@ def test_start_and_stop_use_the_roles_pidfile_log_and_flags() -> None:
     start = remote.start_script(h, d)
     assert "start-stop-daemon --start --quiet --background --make-pidfile" in start
     assert "--pidfile /srv/cs/agents-run/agent-n0.pid --output /srv/cs/log/agent-n0.log" in start
-    assert "--exec /srv/cs/venv/bin/python -- -m agent $args" in start
+    assert "--exec /srv/cs/venv/bin/python -- -P -m agent $args" in start
     assert "s/^COSCHED_AGENT_ARGS=//p' /srv/cs/etc/agent-n0.env" in start
     stop = remote.stop_script(h, d)
     assert "--retry TERM/15/KILL/5 --remove-pidfile" in stop
     leaf = remote.RemoteHost(**{**h.__dict__, "vars": {**h.vars,
                              "cosched_agent_cgroup_leaf": "cosched/n0/agent"}})  # fmt: skip
     (dl,) = remote.daemons_of(leaf)
-    assert "-- -c " in remote.start_script(leaf, dl)
-    assert "cosched/n0/agent auto -m agent $args" in remote.start_script(leaf, dl)
+    assert "-- -P -c " in remote.start_script(leaf, dl)
+    assert "cosched/n0/agent auto -P -m agent $args" in remote.start_script(leaf, dl)
 
 
 def test_the_scripts_are_valid_sh() -> None:
