@@ -26,6 +26,7 @@ from controller.scheduler import Scheduler
 from testbed.experiment.spec import SpecError as ExperimentSpecError
 from testbed.experiment.spec import load_any
 from testbed.sim.workloads.swf import SwfError, read_swf
+from tests.fuzz.security_targets import nesting_cases, nesting_target, nic_datagrams, nic_target
 from tests.unit.controller_fakes import FakePool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,7 +117,7 @@ class _Daemon:
 
 def _ctx() -> Context:
     s = Scheduler("gang", {}, FakePool(4), wall=lambda: 100.0, mono=lambda: 100.0)
-    return Context(s, _Daemon(), operators=frozenset({"root"}), user_exists=lambda u: True)  # type: ignore[arg-type]
+    return Context(s, _Daemon(), operators=frozenset({0}), user_exists=lambda u: True)  # type: ignore[arg-type]
 
 
 _CTX: list[Context] = []
@@ -333,4 +334,7 @@ TARGETS = [
     Target("experiment TOML", toml_doc(), toml_target),
     Target("SWF lines", swf_lines(), swf_target),
     Target("relay batches", relay_batch(), relay_batch_target),
+    # issue 28 (tests/fuzz/security_targets.py)
+    Target("NIC datagrams", nic_datagrams(), nic_target),
+    Target("JSON nesting", nesting_cases(), nesting_target),
 ]
