@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.security.conftest import Sec
 
 
 def switch_gaps(
-    sec: Sec, seconds: float, nodes: tuple[str, ...] = ("n0", "n1")
+    sec: Sec,
+    seconds: float,
+    nodes: tuple[str, ...] = ("n0", "n1"),
+    until: Callable[[], bool] | None = None,
 ) -> dict[str, float]:
+    """Sampled for ``seconds``, or until ``until()`` holds when it is given."""
     last: dict[str, tuple[frozenset[str], float]] = {}
     longest: dict[str, float] = {}
     end = time.monotonic() + seconds
-    while (now := time.monotonic()) < end:
+    while (now := time.monotonic()) < end and not (until is not None and until()):
         frozen: dict[str, set[str]] = {}
         for (node, job), state in sec.live.freezer_states().items():
             if state == "FROZEN":

@@ -69,9 +69,11 @@ def test_a_connection_flood_stops_no_daemon(sec: Sec) -> None:
         ready = sec.box.drop / f"flood-ready-{i}"
         argv = [sec.box.python, "-m", "secattacks", "flood", str(FLOOD), "12", str(ready), target]
         floods.append((sec.box.popen_as(sec.attacker, argv), ready))
-    assert wait_for(lambda: all(r.exists() for _, r in floods), 120), "the flood never got going"
+    # from the first connect until the user lets go: the burst of connects and the hold
     with StatusProbe(sec) as probe:
-        during = switch_gaps(sec, 8.0)
+        during = switch_gaps(sec, 300.0, until=lambda: all(p.poll() is not None
+                                                           for p, _ in floods))  # fmt: skip
+    assert all(r.exists() for _, r in floods), "the flood never got going"
     reports = []
     for proc, _ in floods:
         stdout, stderr = proc.communicate(timeout=120)
