@@ -275,10 +275,14 @@ def test_forged_and_replayed_frames(make_agent: Callable[..., LiveAgent]) -> Non
 
 
 def _read_until_closed(s: socket.socket, key: bytes) -> list[wire.Message]:
-    dec = wire.FrameDecoder(key)
-    out: list[wire.Message] = []
-    while data := s.recv(65536):
-        out += dec.feed(data)
+    """The refusal a peer that never authenticated gets: not under the cluster key
+    (issue 28), under the public one, then the connection closes."""
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    with pytest.raises(wire.PeerRefused):
+        wire.FrameDecoder(key).feed(data)
+    out = wire.FrameDecoder(wire.PUBLIC_KEY).feed(data)
     assert out and out[-1].type == wire.ERROR
     return out
 

@@ -263,7 +263,8 @@ def test_the_nodes_pass_testinfra(deployed: Deployed, monkeypatch: pytest.Monkey
         pid = int(host.file(f"{prefix}/run/agent-{node}.pid").content_string)
         agent = host.process.get(pid=pid)
         assert agent.user == "root"
-        assert agent.args.startswith(f"{sys.executable} -m agent --node {node} "), agent.args
+        # -P: never the working directory on sys.path (docs/security.md)
+        assert agent.args.startswith(f"{sys.executable} -P -m agent --node {node} "), agent.args
         # in the node's cgroup leaf, as `cluster up` starts its agents
         assert f"cosched/{node}/agent" in host.file(f"/proc/{pid}/cgroup").content_string
         # listening inside the node's namespace, on its control address
