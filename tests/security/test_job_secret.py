@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from controller.quantum import job_port
+from controller.launchenv import job_port
 from tests.security.conftest import Sec, wait_for
 
 pytestmark = [
