@@ -75,5 +75,11 @@ def test_an_unknown_operator_name_stops_the_start(sec: Sec) -> None:
     r = _cosched("controller", "start", "--policy", "gang", "--run-dir", str(sec.live.tmp),
                  "--cluster-state", state, "--operator", "no-such-user-x9", "--wait", "30",
                  env=env)  # fmt: skip
+    started = re.search(r"pid (\d+)", r.stdout)
+    if started:  # it should not have: stop it before failing
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(int(started.group(1)))
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(15)
     assert r.returncode != 0 and "no-such-user-x9" in r.stderr, (r.stdout, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
