@@ -1,6 +1,6 @@
 """``cosched calibrate``: the simulator's execution model measured on the live cluster.
 
-The logic is in :mod:`testbed.experiment.calibrate`; this module is the
+The logic is in :mod:`testbed.experiment.execmodel.calibrate`; this module is the
 command line: options, one-line errors, the printed table and the TOML file.
 """
 
@@ -129,7 +129,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Run the calibration, print the table, write the TOML file."""
     import os
 
-    from testbed.experiment.calibrate import (
+    from testbed.experiment.execmodel.calibrate import (
         DEFAULT_OUT,
         DEFAULT_SPEC,
         CalibrationConfig,
@@ -137,8 +137,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         summary,
         to_toml,
     )
-    from testbed.experiment.runner import ExperimentError
-    from testbed.experiment.spec import SpecError, load_experiment
+    from testbed.experiment.paired.run import ExperimentError
+    from testbed.experiment.paired.spec import SpecError, load_experiment
 
     if args.repeats < 3:
         raise CalibrateUsageError(
@@ -166,7 +166,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"{spec_path} is a sweep; give one configuration, e.g. "
             "experiments/paired-vs-gang-2node.toml"
         )
-    from testbed.experiment.runner import host_cores
+    from testbed.experiment.paired.run import host_cores
 
     spec = spec.with_cores(host_cores())
     changes: dict[str, Any] = {

@@ -152,18 +152,18 @@ def _run_delegated(args: argparse.Namespace, kind: str) -> int:
     if args.quick:
         argv.append("--quick")
     if kind == "study":
-        from testbed.experiment import simstudy
+        from testbed.experiment.pairedsim import study as simstudy
 
         return simstudy.main(argv)
     if kind == "rajaei":
-        from testbed.experiment import rajaei
+        from testbed.experiment.rajaei import study as rajaei
 
         return rajaei.main(argv)
     if kind == "dhc":
-        from testbed.experiment import dhcstudy
+        from testbed.experiment.dhc import study as dhcstudy
 
         return dhcstudy.main(argv)
-    from testbed.experiment import validate
+    from testbed.experiment.simvslive import study as validate
 
     if args.reuse_cluster:
         argv.append("--reuse-cluster")
@@ -172,8 +172,8 @@ def _run_delegated(args: argparse.Namespace, kind: str) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one experiment spec and write its report."""
-    from testbed.experiment.spec import SpecError, load_any
-    from testbed.experiment.streams import StreamSpec
+    from testbed.experiment.cdc.stream import StreamSpec
+    from testbed.experiment.paired.spec import SpecError, load_any
 
     kind = _kind(args.spec)
     if kind is not None:
@@ -201,10 +201,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_streams(args: argparse.Namespace, spec: Any) -> int:
-    from testbed.experiment.cdcreport import markdown, plots, text_summary
-    from testbed.experiment.cdcrun import run_streams
-    from testbed.experiment.runner import ExperimentError
-    from testbed.experiment.streams import SCHEMES
+    from testbed.experiment.cdc.report import markdown, plots, text_summary
+    from testbed.experiment.cdc.run import run_streams
+    from testbed.experiment.cdc.stream import SCHEMES
+    from testbed.experiment.paired.run import ExperimentError
 
     wrong = _given(args, PAIRED_ONLY)
     if wrong:
@@ -293,7 +293,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _report_dhc(data: dict[str, Any], out: Path) -> int:
-    from testbed.experiment import dhcreport
+    from testbed.experiment.dhc import report as dhcreport
 
     points, meta = list(data["points"]), dict(data["meta"])
     for p in dhcreport.write_report(points, meta, out):
@@ -304,8 +304,8 @@ def _report_dhc(data: dict[str, Any], out: Path) -> int:
 
 
 def _report_stream(path: Path, data: Any, out: Path) -> int:
-    from testbed.experiment.cdcreport import markdown, plots, text_summary
-    from testbed.experiment.cdcrun import StreamResult
+    from testbed.experiment.cdc.report import markdown, plots, text_summary
+    from testbed.experiment.cdc.run import StreamResult
 
     try:
         result = StreamResult.from_dict(data)
@@ -321,8 +321,8 @@ def _report_stream(path: Path, data: Any, out: Path) -> int:
 
 
 def _report_paired(path: Path, data: Any, out: Path) -> int:
-    from testbed.experiment.report import text_summary
-    from testbed.experiment.runner import ExperimentResult
+    from testbed.experiment.paired.report import text_summary
+    from testbed.experiment.paired.run import ExperimentResult
 
     try:
         result = ExperimentResult.from_dict(data)
@@ -338,8 +338,8 @@ def _report_paired(path: Path, data: Any, out: Path) -> int:
 
 
 def _report_sweep(path: Path, data: Any, out: Path) -> int:
-    from testbed.experiment.report import sweep_text
-    from testbed.experiment.runner import SweepResult
+    from testbed.experiment.paired.report import sweep_text
+    from testbed.experiment.paired.run import SweepResult
 
     try:
         sweep = SweepResult.from_dict(data)
@@ -355,7 +355,7 @@ def _report_sweep(path: Path, data: Any, out: Path) -> int:
 
 
 def _write_paired_report(result: Any, out: Path) -> None:
-    from testbed.experiment.report import markdown, plots
+    from testbed.experiment.paired.report import markdown, plots
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -368,7 +368,7 @@ def _write_paired_report(result: Any, out: Path) -> None:
 
 
 def _write_sweep_report(sweep: Any, out: Path) -> str:
-    from testbed.experiment.report import sweep_markdown, sweep_plots
+    from testbed.experiment.paired.report import sweep_markdown, sweep_plots
 
     for p in sweep.points:
         _write_paired_report(p.result, out / p.label)
@@ -383,9 +383,9 @@ def _write_sweep_report(sweep: Any, out: Path) -> str:
 
 
 def _run_paired(args: argparse.Namespace) -> int:
-    from testbed.experiment.report import sweep_text, text_summary
-    from testbed.experiment.runner import ExperimentError, run_experiment, run_sweep
-    from testbed.experiment.spec import CONFIGS, SpecError, load_experiment
+    from testbed.experiment.paired.report import sweep_text, text_summary
+    from testbed.experiment.paired.run import ExperimentError, run_experiment, run_sweep
+    from testbed.experiment.paired.spec import CONFIGS, SpecError, load_experiment
 
     try:
         spec = load_experiment(args.spec)

@@ -23,8 +23,8 @@ from agent import wire
 from controller.api import Caller, Context, handle
 from controller.jobs import SpecError, parse_spec
 from controller.scheduler import Scheduler
-from testbed.experiment.spec import SpecError as ExperimentSpecError
-from testbed.experiment.spec import load_any
+from testbed.experiment.paired.spec import SpecError as ExperimentSpecError
+from testbed.experiment.paired.spec import load_any
 from testbed.sim.workloads.swf import SwfError, read_swf
 from tests.fuzz.security_targets import nesting_cases, nesting_target, nic_datagrams, nic_target
 from tests.unit.controller_fakes import FakePool

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment.calibrate import CalibrationConfig, run_calibration, to_toml
+from testbed.experiment.execmodel.calibrate import CalibrationConfig, run_calibration, to_toml
 
 
 def test_short_calibration_on_a_real_cluster(root_cluster_env: Path, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment.spec import load_any
-from testbed.experiment.streams import StreamSpec
+from testbed.experiment.cdc.stream import StreamSpec
+from testbed.experiment.paired.spec import load_any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def test_wl5_of_real_cg_jobs_verifies_under_cc_b(tmp_path: Path, free_host: None
     spec = load_any(spec_path)
     assert isinstance(spec, StreamSpec)
     spec = replace(spec.quick_version(), schemes=("cc-b",), jobs=3)
-    from testbed.experiment.cdcrun import run_streams
+    from testbed.experiment.cdc.run import run_streams
 
     result = run_streams(spec, tmp_path / "out", say=lambda s: None)
     (run,) = result.runs

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment import validatereport as vr
-from testbed.experiment.validate import load_spec, read_result, run_validation
+from testbed.experiment.simvslive import report as vr
+from testbed.experiment.simvslive.study import load_spec, read_result, run_validation
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from testbed.cli import main
-from testbed.experiment import hostload
-from testbed.experiment.calibrate import (
+from testbed.experiment.execmodel.calibrate import (
     MEASUREMENTS,
     Calibration,
     CalibrationConfig,
@@ -29,7 +28,8 @@ from testbed.experiment.calibrate import (
     tables,
     to_toml,
 )
-from testbed.experiment.spec import load_experiment
+from testbed.experiment.harness import hostload
+from testbed.experiment.paired.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

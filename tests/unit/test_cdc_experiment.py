@@ -14,10 +14,9 @@ import pytest
 
 from apps.npb import KERNELS
 from testbed.cli import main
-from testbed.experiment.cdcreport import PAPER_CLAIMS, claim_ours, markdown, plots, text_summary
-from testbed.experiment.cdcrun import StreamResult
-from testbed.experiment.spec import ExperimentSpec, SpecError, load_any
-from testbed.experiment.streams import (
+from testbed.experiment.cdc.report import PAPER_CLAIMS, claim_ours, markdown, plots, text_summary
+from testbed.experiment.cdc.run import StreamResult
+from testbed.experiment.cdc.stream import (
     SCHEMES,
     StreamSpec,
     bcr,
@@ -27,6 +26,7 @@ from testbed.experiment.streams import (
     md_mean_s,
     utilization,
 )
+from testbed.experiment.paired.spec import ExperimentSpec, SpecError, load_any
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "experiments/cdc-policies.toml"
@@ -271,7 +271,7 @@ def test_mpl_loads_limits_the_mpl_sweep_to_some_loads() -> None:
     import tomllib
     from pathlib import Path
 
-    from testbed.experiment.streams import load_stream_spec
+    from testbed.experiment.cdc.stream import load_stream_spec
 
     path = Path(__file__).resolve().parents[2] / "experiments" / "cdc-policies.toml"
     spec = load_stream_spec(tomllib.loads(path.read_text()), path)

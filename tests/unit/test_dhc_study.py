@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment import dhcstudy
+from testbed.experiment.dhc import study as dhcstudy
 
 SPEC = """
 [dhc]

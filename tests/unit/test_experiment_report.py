@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from testbed.cli import main
-from testbed.experiment.report import (
+from testbed.experiment.paired.report import (
     fidelity,
     markdown,
     mix1,
@@ -19,7 +19,7 @@ from testbed.experiment.report import (
     targets,
     text_summary,
 )
-from testbed.experiment.runner import (
+from testbed.experiment.paired.run import (
     ExperimentResult,
     JobResult,
     RunResult,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment.spec import CONFIGS, SpecError, fit_cpus, load_experiment
+from testbed.experiment.paired.spec import CONFIGS, SpecError, fit_cpus, load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

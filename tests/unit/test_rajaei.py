@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from testbed.cli import main as cli_main
-from testbed.experiment.rajaei import (
+from testbed.experiment.rajaei.report import findings
+from testbed.experiment.rajaei.study import (
     DEFAULT_SPEC,
     Point,
     RajaeiError,
@@ -17,7 +18,6 @@ from testbed.experiment.rajaei import (
     run_point,
     switch_costs,
 )
-from testbed.experiment.rajaeireport import findings
 
 
 def test_the_committed_spec_and_its_quick_version() -> None:
@@ -129,7 +129,7 @@ def test_quick_study_through_the_cli_writes_the_report(
 
 
 def test_live_spec_stream_and_simulation() -> None:
-    from testbed.experiment import rajaeilive as rl
+    from testbed.experiment.rajaei import live as rl
 
     spec = rl.load_spec(rl.DEFAULT_SPEC)
     assert spec.nodes == 2 and set(spec.switches) == {"freezer", "signals"}
@@ -165,7 +165,7 @@ def test_live_spec_stream_and_simulation() -> None:
     ],
 )
 def test_live_bad_specs_give_one_line(tmp_path: Path, text: str, needle: str) -> None:
-    from testbed.experiment import rajaeilive as rl
+    from testbed.experiment.rajaei import live as rl
 
     p = tmp_path / "s.toml"
     p.write_text(text)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment import simstudy
+from testbed.experiment.pairedsim import study as simstudy
 from testbed.sim.calibration import (
     BUILTIN,
     CalibrationError,

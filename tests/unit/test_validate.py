@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment import validatereport as vr
-from testbed.experiment.validate import (
+from testbed.experiment.simvslive import report as vr
+from testbed.experiment.simvslive.study import (
     LiveJob,
     LiveRun,
     Rates,

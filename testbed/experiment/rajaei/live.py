@@ -23,7 +23,7 @@ study"):
   round, at most ``slots`` quanta later); for the batch policies its start. The
   simulator's wait is submit → first quantum run.
 
-    sudo python -m testbed.experiment.rajaeilive experiments/rajaei-live.toml \
+    sudo python -m testbed.experiment.rajaei.live experiments/rajaei-live.toml \
         --out docs/results/rajaei-live
 """
 
@@ -44,7 +44,7 @@ from typing import Any
 
 from common.errors import CoschedError, UsageError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT_SPEC = REPO / "experiments" / "rajaei-live.toml"
 
 
@@ -185,7 +185,7 @@ def measure_rates(spec: LiveSpec, state: str, run_dir: Path, say: Any) -> dict[s
     0's own report, and the start-up and end overhead: the controller's start-to-end time
     less the loop (``kind/size`` and ``kind/size/overhead``). The controller's times are
     only as fine as its quantum, so the rate does not come from them."""
-    from testbed.experiment.validate import _controller, _rank0_report, _wait_ended
+    from testbed.experiment.simvslive.study import _controller, _rank0_report, _wait_ended
 
     rates: dict[str, float] = {}
     probe = 400
@@ -220,7 +220,7 @@ def run_config(
     spec: LiveSpec, config: str, stream: list[StreamJob], rates: dict[str, float], state: str,
     run_dir: Path,
 ) -> LiveRun:  # fmt: skip
-    from testbed.experiment.validate import TERMINAL, _controller
+    from testbed.experiment.simvslive.study import TERMINAL, _controller
 
     policy, _, slots = config.partition(":")
     params = [f"max_slots={slots}"] if slots else []
@@ -303,7 +303,7 @@ def simulate(
 
 
 def run_all(spec: LiveSpec, out: Path, say: Any = print) -> dict[str, Any]:
-    from testbed.experiment.runner import _cluster
+    from testbed.experiment.paired.run import _cluster
 
     stream = make_stream(spec)
     result: dict[str, Any] = {
@@ -401,7 +401,7 @@ def plot(result: dict[str, Any], out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.rajaeilive",
+        prog="python -m testbed.experiment.rajaei.live",
         description="Rajaei et al.'s study live on the local cluster (root): gang-greedy and "
         "gang-backfill at several slot counts, lookahead and EASY, with the freezer and with "
         "SIGSTOP/SIGCONT switching; the same stream simulated beside it.",

@@ -18,7 +18,7 @@ A spec with a ``[sweep]`` (Wiseman & Feitelson 2003 Fig. 8: ``nodes``, Fig. 9:
 (:func:`run_sweep`), each node count on its own cluster.
 
 Every run also records what explains its figures: the CPU the host spent
-outside the experiment (:mod:`testbed.experiment.hostload`; a busy host
+outside the experiment (:mod:`testbed.experiment.harness.hostload`; a busy host
 makes a run worthless on 2 cores), the matrix's row count, and from them and
 the controller's per-slot partner ratios the share of quanta each job ran
 (:meth:`RunResult.run_fraction`).
@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from testbed.experiment import hostload
-from testbed.experiment.spec import CONFIGS, ExperimentSpec
+from testbed.experiment.harness import hostload
+from testbed.experiment.paired.spec import CONFIGS, ExperimentSpec
 
 TERMINAL = {"done", "failed", "killed"}
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.rajaei import GANG_POLICIES, Point
+from testbed.experiment.rajaei.study import GANG_POLICIES, Point
 
 FLAT = 0.02  # beyond 5 slots "flat": within 2 % of the value at 5 (or worse)
 

@@ -33,7 +33,7 @@ environment), every rank runnable from its start; strict gang needs the
 controller's quantum, so it runs the real controller. Each measurement is
 repeated (default 3, interleaved so a slow drift of the host hits all
 alike) and every figure keeps its spread. Before each run the host must be
-quiet (:mod:`testbed.experiment.hostload`); the CPU it spent outside the
+quiet (:mod:`testbed.experiment.harness.hostload`); the CPU it spent outside the
 cluster during each run is recorded.
 
 The derivations are pure functions (:func:`interference`,
@@ -52,17 +52,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment import hostload
-from testbed.experiment.runner import (
+from testbed.experiment.harness import hostload
+from testbed.experiment.paired.run import (
     ExperimentError,
     Say,
     _cluster,
     _last_json,
     run_controlled,
 )
-from testbed.experiment.spec import AppParams, ExperimentSpec
+from testbed.experiment.paired.spec import AppParams, ExperimentSpec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT_OUT = REPO / "experiments" / "calibration.toml"
 DEFAULT_SPEC = REPO / "experiments" / "paired-vs-gang-2node.toml"
 KINDS = ("compute", "io", "fine")

@@ -25,7 +25,7 @@ issue's targets; where the model gives less than the paper, the ablation runs
 is chosen here to reach a figure: the execution model comes from the
 calibration file (testbed/sim/calibration.py).
 
-    python -m testbed.experiment.simstudy experiments/sim-paired-fig10-12.toml [--quick]
+    python -m testbed.experiment.pairedsim.study experiments/sim-paired-fig10-12.toml [--quick]
 """
 
 from __future__ import annotations
@@ -567,7 +567,7 @@ def read_results(path: Path) -> tuple[list[RunResult], dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.simstudy",
+        prog="python -m testbed.experiment.pairedsim.study",
         description="Wiseman & Feitelson 2003 Figs. 10-12 in the simulator, from one spec; "
         "writes report.md, PNGs and results.json.",
     )

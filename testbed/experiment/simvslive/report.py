@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.experiment.validate import LiveRun, SimRun, ValidationResult
+from testbed.experiment.simvslive.study import LiveRun, SimRun, ValidationResult
 
 TOLERANCE = 0.20
 

@@ -139,7 +139,7 @@ def wait_quiet(
 def host_record() -> dict[str, Any]:
     """Where and with what a measurement ran: date, kernel, cores, cosched's commit and
     whether the working tree differed from it (other work in progress shares the tree)."""
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(Path(__file__).resolve().parents[3])
 
     def git(*args: str) -> str:
         try:

@@ -37,7 +37,7 @@ chooses them and says so (docs/experiments.md, "Rajaei et al.'s study"):
 
 Each point is the mean over ``seeds`` independent workloads.
 
-    python -m testbed.experiment.rajaei experiments/rajaei-gang-vs-backfill.toml \
+    python -m testbed.experiment.rajaei.study experiments/rajaei-gang-vs-backfill.toml \
         --out docs/results/rajaei-gang-vs-backfill   [--quick]
 """
 
@@ -56,7 +56,7 @@ from typing import Any
 
 from common.errors import CoschedError, UsageError
 
-DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "experiments" / "rajaei-gang-vs-backfill.toml"
+DEFAULT_SPEC = Path(__file__).resolve().parents[3] / "experiments" / "rajaei-gang-vs-backfill.toml"
 GANG_POLICIES = ("gang-greedy", "gang-backfill")
 BATCH_POLICIES = ("lookahead", "easy")
 ALL_POLICIES = GANG_POLICIES + BATCH_POLICIES
@@ -350,7 +350,7 @@ def read_results(path: Path) -> tuple[list[Point], dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.rajaei",
+        prog="python -m testbed.experiment.rajaei.study",
         description="Rajaei et al.'s study in the simulator: gang-greedy and gang-backfill against "
         "lookahead backfilling (and EASY) on 15 nodes, as the number of jobs and the number of "
         "time slots grow (Figs. 5-9); writes report.md, PNGs and results.json.",
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the report from OUT/results.json")  # fmt: skip
     args = ap.parse_args(argv)
-    from testbed.experiment import rajaeireport
+    from testbed.experiment.rajaei import report as rajaeireport
 
     try:
         spec = load_spec(args.spec)

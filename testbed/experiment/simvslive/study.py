@@ -4,7 +4,7 @@
 One seeded Lublin stream runs through the live controller under strict and
 paired gang at two offered loads, and the very same jobs through the
 simulator (testbed/sim/engine.py) with the execution model measured live
-(testbed/sim/calibration.py). The report (:mod:`testbed.experiment.validatereport`)
+(testbed/sim/calibration.py). The report (:mod:`testbed.experiment.simvslive.report`)
 sets mean response and slowdown side by side and says how far apart they are.
 
 **The stream** (pure, :func:`make_stream`). ``jobs`` Lublin-model jobs
@@ -81,7 +81,7 @@ policy, ``SimConfig(interference, context_switch)`` from the calibration.
 Each ``[[sim]]`` variant of the spec is one simulation; the first decides
 the verdict (Wiseman & Feitelson 2003 §4.2 gives no other way to pick).
 
-    python -m testbed.experiment.validate experiments/sim-vs-live.toml [--quick]
+    python -m testbed.experiment.simvslive.study experiments/sim-vs-live.toml [--quick]
         [--sim-only | --report-only] [--out DIR]
 
 ``--sim-only`` re-runs the simulations on the saved live data (after a new
@@ -106,7 +106,7 @@ from typing import Any
 
 from common.errors import CoschedError, UsageError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 POLICIES = ("gang", "paired-gang")
 WAITS = ("spin", "block", "spinblock")
 TERMINAL = ("done", "failed", "killed")
@@ -875,7 +875,7 @@ def _controller(
     """A fresh controller on the cluster; its client; shut down and reaped on exit.
     ``params``: the policy's ``K=V`` parameters (controller ``--param``)."""
     from controller.client import ControllerClient, ControllerError
-    from testbed.experiment.runner import _stop, _wait_socket
+    from testbed.experiment.paired.run import _stop, _wait_socket
 
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = [
@@ -912,7 +912,7 @@ def _submit(client: Any, name: str, size: int, argv: list[str]) -> int:
 def _reports(client: Any, jid: int) -> list[dict[str, Any]]:
     """Every rank's JSON report, in rank order, each with ``_written``: when its output file
     was last written (wall clock) -- the program prints the report as its loop ends."""
-    from testbed.experiment.runner import _last_json
+    from testbed.experiment.paired.run import _last_json
 
     out = []
     with contextlib.suppress(Exception):
@@ -978,7 +978,7 @@ def _quiet(spec: ValidateSpec, reader: Callable[[], float] | None, say: Say) -> 
     """Wait (at most ``quiet_timeout``) until the host spends less than ``quiet_limit``
     cores outside the experiment: on 2 cores one foreign process halves a node
     (testbed/experiment/hostload.py). Returns the last reading; 0 limit: no wait."""
-    from testbed.experiment import hostload
+    from testbed.experiment.harness import hostload
 
     if spec.quiet_limit <= 0:
         return None
@@ -1034,7 +1034,7 @@ def measure_rates(
     """Each job size alone on a fresh controller, ``repeats`` times, sizes interleaved
     (module docstring, "Dedicated time"). With ``tune``, first bring the widest job's CPU
     share to ``target_cpu`` by changing ``gcomp`` (at most ``tune_rounds`` tries)."""
-    from testbed.experiment import hostload
+    from testbed.experiment.harness import hostload
 
     sizes = list(range(1, spec.nodes + 1))
     samples: dict[int, list[dict[str, float]]] = {s: [] for s in sizes}
@@ -1094,7 +1094,7 @@ def run_live(
     say: Say = print,
 ) -> LiveRun:
     """One policy at one load: submit at arrival times, poll the matrix, drain."""
-    from testbed.experiment import hostload
+    from testbed.experiment.harness import hostload
 
     jobs = [LiveJob(p.index, p.size, p.iterations, p.dedicated_s, p.arrival_s) for p in planned]
     run = LiveRun(policy=policy, load=load, jobs=jobs)
@@ -1196,7 +1196,7 @@ def _cluster_reader() -> Callable[[], float] | None:
     """CPU seconds of the cluster's cgroup (jobs and agents), for what the host did besides."""
     from testbed.cluster import cluster as cluster_mod
     from testbed.cluster import state as state_mod
-    from testbed.experiment import hostload
+    from testbed.experiment.harness import hostload
 
     st = state_mod.load(cluster_mod.Env().sdir())
     return hostload.cluster_cpu_reader(st) if st is not None else None
@@ -1207,8 +1207,8 @@ def run_validation(
 ) -> ValidationResult:
     """Rates, then every (policy, load) live, each followed by a rate check, then the
     simulations; the result is saved after every step."""
-    from testbed.experiment.cdcrun import calibrate as ns_per_iteration
-    from testbed.experiment.runner import ExperimentError, _cluster
+    from testbed.experiment.cdc.run import calibrate as ns_per_iteration
+    from testbed.experiment.paired.run import ExperimentError, _cluster
 
     if os.geteuid() != 0:
         raise ValidateError(
@@ -1286,7 +1286,7 @@ def live_line(run: LiveRun) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.validate",
+        prog="python -m testbed.experiment.simvslive.study",
         description="Simulator vs live cluster on a Lublin stream "
         "(Wiseman & Feitelson 2003 §4.2 scaled "
         "down): strict and paired gang at two loads, live and simulated; writes report.md, "
@@ -1322,7 +1322,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run on a cluster that is already up (same node count)",
     )
     args = ap.parse_args(argv)
-    from testbed.experiment import validatereport
+    from testbed.experiment.simvslive import report as validatereport
 
     try:
         spec = load_spec(args.spec)

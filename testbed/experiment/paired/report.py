@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.runner import ExperimentResult, RunResult, SweepResult
+from testbed.experiment.paired.run import ExperimentResult, RunResult, SweepResult
 
 # Wiseman & Feitelson 2003 §4.1.2, best-fit matching: percent of quanta each slot was used for
 # matching, slots 0..3 (compute-bound jobs take the lower slots).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.cdcrun import StreamResult, StreamRun
+from testbed.experiment.cdc.run import StreamResult, StreamRun
 
 CC = ("cc-s", "cc-b")
 OTHER_CDC = ("local", "dcs", "pb", "ib", "sb", "hybrid")

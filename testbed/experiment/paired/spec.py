@@ -6,7 +6,7 @@ Two kinds, named by ``[experiment].kind``:
   gang; see ``experiments/paired-vs-gang.toml`` for the keys.
 * ``job-stream``: Yu & Byun 2011 §5.3/§5.5, a seeded stream of jobs with
   exponential interarrival times under every scheme and MPL; see
-  ``experiments/cdc-policies.toml`` and :mod:`testbed.experiment.streams`.
+  ``experiments/cdc-policies.toml`` and :mod:`testbed.experiment.cdc.stream`.
 
 :func:`load_any` reads either. Every mistake raises :class:`SpecError` with
 ``file: [table].key: what is wrong; how to fix it``.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.streams import StreamSpec, StreamSpecError, load_stream_spec
+from testbed.experiment.cdc.stream import StreamSpec, StreamSpecError, load_stream_spec
 
 # config name -> (policy, parameters). "paired-fig4" is Fig. 4 to the letter;
 # "paired-fig4-prose" also matches the job where Fig. 4's pointers meet, as

@@ -26,16 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.runner import (
-    TERMINAL,
-    ExperimentError,
-    Say,
-    _cluster,
-    _last_json,
-    _stop,
-    _wait_socket,
-)
-from testbed.experiment.streams import (
+from testbed.experiment.cdc.stream import (
     StreamJob,
     StreamSpec,
     bcr,
@@ -46,8 +37,17 @@ from testbed.experiment.streams import (
     mean,
     utilization,
 )
+from testbed.experiment.paired.run import (
+    TERMINAL,
+    ExperimentError,
+    Say,
+    _cluster,
+    _last_json,
+    _stop,
+    _wait_socket,
+)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NEEDED_FLAGS = ("--comm", "--msg-bytes", "--comm-rounds")
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from common.errors import CoschedError, UsageError
 from controller.policies.dhc import ALGORITHMS, BALANCING, DhcConfig, DhcError
 
-DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "experiments" / "dhc.toml"
+DEFAULT_SPEC = Path(__file__).resolve().parents[3] / "experiments" / "dhc.toml"
 FIELDS = {"name": str, "pes": int, "gangs": int, "seeds": int, "loads": list,
           "point_loads": list, "waste_pes": list, "waste_rounds": int,
           "waste_table_pes": int, "workers": int}  # fmt: skip
@@ -224,7 +224,7 @@ def read_results(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.dhcstudy",
+        prog="python -m testbed.experiment.dhc.study",
         description="Feitelson & Rudolph 1996 in the simulator: DHC's load balancing, mapping, "
         "selective "
         "disabling and time division (Table 1, Figs. 2-4, 6-7, 9-12, 19) and the waste "
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the report from OUT/results.json")  # fmt: skip
     args = ap.parse_args(argv)
-    from testbed.experiment import dhcreport
+    from testbed.experiment.dhc import report as dhcreport
 
     try:
         spec = load_spec(args.spec)
