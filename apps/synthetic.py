@@ -28,7 +28,7 @@ of that many bytes per pair (FT, IS), ``allreduce`` a sum over
 ``--msg-bytes / 8`` doubles (IS); ``--comm-rounds`` times per iteration.
 
 Choices where the paper is silent (numbers measured on the 2-core
-development VM, CPython 3.11; see ``--calibrate`` for your machine):
+development VM, CPython 3.11; see ``--loop-cost`` for your machine):
 
 * **The compute loop** is a fixed pure-Python arithmetic loop (a 16-bit
   linear congruential update per iteration) rather than a literal ``pass``
@@ -42,7 +42,7 @@ development VM, CPython 3.11; see ``--calibrate`` for your machine):
   what else the disk is doing, CPU/wall 0.05-0.4; a G_comp = 0, G_IO = 20
   job ran at CPU/wall 0.36 on an idle VM. To match the paper's "similar
   times for a compute barrier and an I/O barrier" choose G_IO with
-  ``--calibrate`` (here about 100-1000 files for 0.175 s, not 20).
+  ``--loop-cost`` (here about 100-1000 files for 0.175 s, not 20).
   ``--no-fsync`` restores the literal Fig. 6 behaviour.
 * ``--device-latency S`` emulates the device instead: after each write the
   rank sleeps S seconds, blocked as on a real disk but using no CPU. On this
@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  CG  --comm nn --msg-bytes 28672 --comm-rounds 8     high, NN\n"
             "\n"
             "examples:\n"
-            "  python -m apps.synthetic --calibrate --target 0.2\n"
+            "  python -m apps.synthetic --loop-cost --target 0.2\n"
             "  python -m apps.synthetic --gcomp 2500000 --gio 0 --iterations 50      "
             "# compute-bound, one rank\n"
             "  python -m apps.synthetic --gcomp 0 --gio 20 --duration 30             "
@@ -271,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="G",
         help=f"compute iterations per barrier (default {PAPER_GCOMP}, or the preset's; "
-        "see --calibrate)",
+        "see --loop-cost)",
     )
     work.add_argument(
         "--gio",
@@ -372,7 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     out = parser.add_argument_group("output")
     out.add_argument("--report", default=None, metavar="PATH", help="also write the JSON here")
     out.add_argument(
-        "--calibrate",
+        "--loop-cost",
+        "--calibrate",  # its name before "calibrate" came to mean only `cosched calibrate`
+        dest="loop_cost",
         action="store_true",
         help="measure the cost of a compute iteration and of one file write, then exit",
     )
@@ -381,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="S",
-        help="with --calibrate: suggest G_comp for S seconds of compute per barrier",
+        help="with --loop-cost: suggest G_comp for S seconds of compute per barrier",
     )
     return parser
 
@@ -714,7 +716,7 @@ def _qcrd_run(
     return done, seconds, cpu, phases
 
 
-def calibrate(
+def loop_cost(
     gcomp: int, nbytes: int, directory: str | None, target: float | None
 ) -> dict[str, Any]:
     """Time the compute loop and one file write with and without fsync."""
@@ -765,8 +767,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     except ConfigError as exc:
         print(f"synthetic: {exc}", file=sys.stderr)
         return 2
-    if args.calibrate:
-        res = calibrate(cfg.gcomp, cfg.nbytes, cfg.directory, args.target)
+    if args.loop_cost:
+        res = loop_cost(cfg.gcomp, cfg.nbytes, cfg.directory, args.target)
         print(json.dumps(res))
         return 0
     signal.signal(signal.SIGTERM, _exit_on_signal)

@@ -55,8 +55,9 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
   cosched submit --size 4 -- python3 -m apps.synthetic --gio 20 --gcomp 0
   cosched jobs | matrix --watch | slice --size 2 | kill JOB | class JOB CLASS
                                             gangster-like views and controls (Gorda & Brooks 1991)
-  cosched experiment run experiments/paired-vs-gang.toml
-                                            a live experiment and its report (root)
+  cosched experiment list | run SPEC | report RESULTS | ledger
+                                            studies from their specs, live (root) or
+                                            simulated, their reports, docs/reproduction.md
   cosched calibrate                         measure the simulator's interference and
                                             context switch on the live cluster (root)
   cosched app list | run cg --ranks 4       the apps (NPB-like kernels, synthetic presets,
@@ -112,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(command).parse_args(argv)
     if tail is not None:
         args.extra = [*getattr(args, "extra", []), *tail]
+    args.argv = argv if tail is None else [*argv, "--", *tail]  # what made a results.json
     try:
         rc: int = args.func(args)
     except CoschedError as err:

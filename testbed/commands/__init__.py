@@ -7,7 +7,7 @@ module                      commands
 ``cluster``                 ``cluster up|status|down``, ``clean``
 ``controller``              ``controller start|stop|status|checkpoint|set``
 ``jobs``                    ``submit``, ``jobs``, ``matrix``, ``slice``, ``kill``, ``class``
-``experiment``              ``experiment run|report``
+``experiment``              ``experiment list|run|report|ledger|migrate``
 ``calibrate``               ``calibrate``
 ``app``                     ``app list|run``
 ``monitor``                 ``monitor up|down|status``

@@ -1,437 +1,224 @@
-"""``cosched experiment run SPEC.toml``: a live experiment and its report.
+"""``cosched experiment list | run | report | ledger | migrate``: every kind of study, one way.
 
-Two kinds of spec (testbed/experiment/spec.py): the paired-vs-gang mixes of
-Wiseman & Feitelson 2003 §4.1 (with a ``[sweep]``: Figs. 8 and 9, the mixes once per cluster
-size or granularity) and the job streams of Yu & Byun 2011 §5.3/§5.5
-(cdc-policies). ``cosched experiment report RESULTS.json`` writes a report
-again from its data, whichever kind wrote it.
+The studies and their kinds are in testbed/experiment/registry.py; every spec declares its
+kind in its first line. ``run`` writes ``results.json`` (kind, schema, command, commit,
+host) and the report from it; ``report`` writes the report again from a results.json;
+``ledger`` writes docs/reproduction.md from the committed results.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import shlex
 from pathlib import Path
 from typing import Any
 
-from common.errors import CoschedError, UsageError
+from common.errors import UsageError
 
 from . import command_parser
 
 DESCRIPTION = (
-    "Run a live experiment on real processes: bring up the local cluster, start the "
-    "controller once per configuration (and job mix, or load and MPL), run the synthetic "
-    "program, and write a report (Markdown + PNG) that sets the paper's figures beside ours. "
-    "Needs root. The cluster is torn down afterwards, also on failure or Ctrl-C.\n\n"
-    "paired-vs-gang.toml (Wiseman & Feitelson 2003 §4.1, Fig. 7; the 2-node file is the "
-    "configuration "
-    "faithful to the paper's hardware) and the Fig. 8 / Fig. 9 sweeps take --duration, "
-    "--mixes, --configs; "
-    "cdc-policies.toml (Yu & Byun 2011 §5.3, §5.5: every communication-driven scheme and BATCH "
-    "on one seeded job stream) takes --quick, --schemes, --loads, --mpls, --jobs. "
-    "sim-vs-live.toml (Wiseman & Feitelson 2003 §4.2 scaled down: one Lublin stream live under "
-    "strict and "
-    "paired gang and through the simulator) takes --quick and --reuse-cluster. "
-    "A [study] spec such as sim-paired-fig10-12.toml runs in the simulator only (no root; "
-    "Wiseman & Feitelson 2003 Figs. 10-12) and takes --quick; so does a [rajaei] spec "
-    "(rajaei-gang-vs-backfill.toml: Rajaei et al. 2008 Figs. 5-9, gang vs lookahead backfilling), "
-    "and a [dhc] spec (dhc.toml: Feitelson & Rudolph 1996, DHC's design choices and waste)."
+    "Run a study from its spec and write its report (Markdown + PNG) beside its data "
+    "(results.json: kind, schema, the command, the commit, the host). `list` shows the "
+    "kinds and their specs. Live kinds run on real processes on the local cluster: they "
+    "need root, bring the cluster up and tear it down afterwards, also on failure or "
+    "Ctrl-C, and run one run at a time. Simulated kinds need no root; their independent "
+    "runs go through the sweep executor (testbed/sweep). `report` writes a report again "
+    "from its results.json, whatever kind wrote it; `ledger` writes docs/reproduction.md, "
+    "every result of the five papers beside ours, from the committed results."
 )
 EXAMPLES = (
+    "  cosched experiment list\n"
     "  sudo cosched experiment run experiments/paired-vs-gang.toml\n"
     "  sudo cosched experiment run experiments/paired-vs-gang.toml --duration 10 --mixes 1\n"
-    "  sudo cosched experiment run experiments/paired-vs-gang.toml --configs gang,paired-fig4\n"
-    "  sudo cosched experiment run experiments/paired-vs-gang-2node.toml\n"
     "  sudo cosched experiment run experiments/fig8-cluster-size.toml --mixes 0,1,2\n"
-    "  sudo cosched experiment run experiments/fig9-granularity.toml --duration 10\n"
     "  sudo cosched experiment run experiments/cdc-policies.toml --quick\n"
     "  sudo cosched experiment run experiments/cdc-policies.toml --schemes sb,cc-b --mpls 5\n"
     "  sudo cosched experiment run experiments/sim-vs-live.toml --quick\n"
+    "  sudo cosched experiment run experiments/rajaei-live.toml\n"
+    "  cosched experiment run experiments/sim-vs-live.toml --resimulate "
+    "--out docs/results/sim-vs-live\n"
     "  cosched experiment run experiments/sim-paired-fig10-12.toml --out results/fig10-12\n"
     "  cosched experiment run experiments/rajaei-gang-vs-backfill.toml --quick\n"
     "  cosched experiment run experiments/dhc.toml --quick\n"
-    "  cosched experiment report results/cdc-policies/results.json\n"
-    "  cosched experiment report results/paired-vs-gang-2node/results.json"
+    "  cosched experiment run experiments/dhc.toml --dry-run\n"
+    "  cosched experiment report docs/results/cdc-policies/results.json --out /tmp/cdc\n"
+    "  cosched experiment ledger --check"
 )
-STREAM_ONLY = ("quick", "schemes", "loads", "mpls", "jobs")
-PAIRED_ONLY = ("duration", "mixes", "configs")
+
+#: command-line overrides of a spec: flag name -> help. Each kind accepts its own
+#: (testbed/experiment/*/__init__.py: ``overrides``); any other is one line.
+OVERRIDES = {
+    "duration": "seconds each mix runs (paired-live)",
+    "mixes": "the mixes, e.g. 1 or 0,1,4 (paired-live)",
+    "configs": "e.g. gang,paired-fig4,paired-best-fit (paired-live)",
+    "schemes": "e.g. sb,cc-b (cdc-live)",
+    "loads": "e.g. heavy (cdc-live)",
+    "mpls": "e.g. 3,5 (cdc-live)",
+    "jobs": "jobs per run (cdc-live)",
+}
 
 
 def add_commands(sub: Any) -> None:
-    """Register ``experiment`` (run) on ``sub``."""
+    """Register ``experiment`` (list, run, report, ledger, migrate) on ``sub``."""
     p = command_parser(
-        sub,
-        "experiment",
-        "run a live experiment (Wiseman & Feitelson 2003 §4.1) and write its report",
-        DESCRIPTION,
-        EXAMPLES,
+        sub, "experiment", "run a study from its spec and write its report", DESCRIPTION, EXAMPLES
     )
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
-    run = command_parser(verbs, "run", "run an experiment spec", DESCRIPTION, EXAMPLES)
-    run.add_argument(
-        "spec", type=Path, help="experiment TOML, e.g. experiments/paired-vs-gang.toml"
-    )
+
+    ls = command_parser(
+        verbs, "list", "the kinds of study and their specs",
+        "Every kind of study: what it reproduces, live or simulated, its specs in "
+        "experiments/ and the overrides it takes.", "  cosched experiment list",
+    )  # fmt: skip
+    ls.set_defaults(func=cmd_list)
+
+    run = command_parser(verbs, "run", "run a study spec", DESCRIPTION, EXAMPLES)
+    run.add_argument("spec", type=Path, help="a study spec, e.g. experiments/paired-vs-gang.toml")
     run.add_argument("--out", type=Path, default=None, help="report folder (default results/NAME)")
-    run.add_argument("--duration", type=float, default=None, help="override seconds per mix")
-    run.add_argument("--mixes", default=None, help="override the mixes, e.g. 1 or 0,1,4")
+    run.add_argument("--quick", action="store_true", help="the spec's [quick] variant")
     run.add_argument(
-        "--configs", default=None, help="override, e.g. gang,paired-fig4,paired-best-fit"
+        "--dry-run", action="store_true", help="read the spec and say what would run; run nothing"
     )
     run.add_argument(
-        "--quick", action="store_true", help="job streams: the spec's [quick] run (< 3 min)"
+        "--reuse-cluster", action="store_true", help="live kinds: run on a cluster already up"
     )
-    run.add_argument("--schemes", default=None, help="job streams: override, e.g. sb,cc-b")
-    run.add_argument("--loads", default=None, help="job streams: override, e.g. heavy")
-    run.add_argument("--mpls", default=None, help="job streams: override, e.g. 3,5")
-    run.add_argument("--jobs", type=int, default=None, help="job streams: jobs per run")
     run.add_argument(
-        "--reuse-cluster", action="store_true", help="run on a cluster that is already up"
+        "--resimulate",
+        action="store_true",
+        help="sim-vs-live: simulate OUT/results.json's live runs again (no root)",
     )
+    for name, text in OVERRIDES.items():
+        run.add_argument("--" + name, default=None, help="override " + text)
     run.set_defaults(func=cmd_run)
+
     rep = command_parser(
-        verbs,
-        "report",
-        "write an experiment's report again from its results.json",
-        "Read the results.json an experiment wrote (paired-vs-gang, a Fig. 8 / Fig. 9 "
-        "sweep, or a job stream) and write report.md and the PNGs next to it (or in --out) "
-        "again, e.g. after changing the report code.",
-        "  cosched experiment report results/cdc-policies/results.json\n"
-        "  cosched experiment report results/paired-vs-gang-2node/results.json",
-    )
-    rep.add_argument("results", type=Path, help="results.json of an experiment")
+        verbs, "report", "write a study's report again from its results.json",
+        "Read a results.json (its kind says which study wrote it) and write report.md and the "
+        "PNGs next to it, or in --out: the same code that ends a run, so a committed report "
+        "is rebuilt byte for byte.",
+        "  cosched experiment report docs/results/cdc-policies/results.json --out /tmp/cdc",
+    )  # fmt: skip
+    rep.add_argument("results", type=Path, help="a results.json")
     rep.add_argument("--out", type=Path, default=None, help="report folder (default: beside it)")
     rep.set_defaults(func=cmd_report)
 
+    led = command_parser(
+        verbs, "ledger", "write docs/reproduction.md from the committed results",
+        "Every result of the five papers' evaluations, with our figure, the command and the "
+        "results file that hold it and a verdict, from docs/results/*/results.json. --check "
+        "exits 1 if the file differs from what the results give.",
+        "  cosched experiment ledger\n  cosched experiment ledger --check",
+    )  # fmt: skip
+    led.add_argument("--out", type=Path, default=None, help="default docs/reproduction.md")
+    led.add_argument("--results", type=Path, default=None, help="default docs/results")
+    led.add_argument("--check", action="store_true", help="compare instead of writing")
+    led.set_defaults(func=cmd_ledger)
 
-class ExperimentSpecError(UsageError):
-    """The spec file or an override cannot be used (exit status 2)."""
-
-
-def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
-    return [f"--{n}" for n in names if getattr(args, n, None) not in (None, False)]
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def _kind(path: Path) -> str | None:
-    """``"study"`` (simulated Figs. 10-12), ``"rajaei"`` (Rajaei et al. 2008 in the simulator),
-    ``"validate"`` (simulator vs live) or None."""
-    import tomllib
-
-    try:
-        with path.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
-        return None  # load_any below says what is wrong
-    if isinstance(doc.get("study"), dict):
-        return "study"
-    if isinstance(doc.get("rajaei"), dict):
-        return "rajaei"
-    if isinstance(doc.get("dhc"), dict):
-        return "dhc"
-    exp = doc.get("experiment")
-    if isinstance(exp, dict) and "mean_runtime" in exp:
-        return "validate"
-    return None
+    mig = command_parser(
+        verbs, "migrate", "convert a results.json written before schema 1",
+        "Wrap an older results.json (no kind) in the schema-1 envelope: its kind, given here, "
+        "and what made it as far as it is known (the command you give, the commit and host "
+        "facts the file recorded). The data are kept as they are.",
+        "  cosched experiment migrate old/results.json --kind cdc-live "
+        "--command 'cosched experiment run experiments/cdc-policies.toml'",
+    )  # fmt: skip
+    mig.add_argument("results", type=Path)
+    mig.add_argument("--kind", required=True, help="the kind of study that wrote it")
+    mig.add_argument("--command", default=None, help="the command that wrote it, if known")
+    mig.set_defaults(func=cmd_migrate)
 
 
-def _run_delegated(args: argparse.Namespace, kind: str) -> int:
-    """Simulated studies and the validation run their own entry points (same flags)."""
-    wrong = [f for f in _given(args, PAIRED_ONLY + STREAM_ONLY) if f != "--quick"]
-    if wrong:
-        raise ExperimentSpecError(
-            f"{', '.join(wrong)}: not for a {kind} spec ({args.spec})",
-            fix="give only --out, --quick" + (", --reuse-cluster" if kind == "validate" else ""),
-        )
-    argv = [str(args.spec)]
-    if args.out is not None:
-        argv += ["--out", str(args.out)]
-    if args.quick:
-        argv.append("--quick")
-    if kind == "study":
-        from testbed.experiment.pairedsim import study as simstudy
+def _command(args: argparse.Namespace) -> str:
+    argv = getattr(args, "argv", None)
+    return "cosched " + shlex.join(argv) if argv else "cosched experiment run " + str(args.spec)
 
-        return simstudy.main(argv)
-    if kind == "rajaei":
-        from testbed.experiment.rajaei import study as rajaei
 
-        return rajaei.main(argv)
-    if kind == "dhc":
-        from testbed.experiment.dhc import study as dhcstudy
+def cmd_list(args: argparse.Namespace) -> int:
+    from testbed.experiment import registry
 
-        return dhcstudy.main(argv)
-    from testbed.experiment.simvslive import study as validate
-
-    if args.reuse_cluster:
-        argv.append("--reuse-cluster")
-    return validate.main(argv)
+    for s in registry.studies():
+        where = "live (root)" if s.live else "simulated"
+        print(f"{s.kind:<12} {where:<12} {s.title}")
+        for spec in s.specs:
+            print(f"{'':<25} {spec}")
+        extra = [*("--" + o for o in s.overrides), *(["--quick"] if s.has_quick else [])]
+        if extra:
+            print(f"{'':<25} takes {' '.join(extra)}")
+    print("\nnot studies: experiments/calibration.toml (cosched calibrate), "
+          "experiments/sim-*.toml with [workload] and kth-backfilling.toml "
+          "(cosched simulate --workload)")  # fmt: skip
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run one experiment spec and write its report."""
-    from testbed.experiment.cdc.stream import StreamSpec
-    from testbed.experiment.paired.spec import SpecError, load_any
+    from testbed.experiment import pipeline
+    from testbed.sweep import SweepOptions
 
-    kind = _kind(args.spec)
-    if kind is not None:
-        return _run_delegated(args, kind)
+    overrides = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k, None) is not None}
+    if args.resimulate:
+        overrides["resimulate"] = "yes"
+    study, spec = pipeline.prepare(args.spec, quick=args.quick, overrides=overrides)
+    out = args.out or pipeline.default_out(study, spec, args.quick)
+    if args.dry_run:
+        print(f"{args.spec}: kind {study.kind} ({study.title})")
+        for line in study.plan(spec):
+            print("  " + line)
+        print(f"  report in {out}/")
+        return 0
+    if study.live and not overrides.get("resimulate"):
+        from testbed.experiment.harness.cluster import sigterm_as_interrupt
 
-    try:
-        spec = load_any(args.spec)
-    except OSError as exc:
-        raise ExperimentSpecError(
-            f"cannot read {args.spec}: {exc.strerror}", fix="give an experiment TOML file"
-        ) from None
-    except (SpecError, ValueError) as exc:
-        raise ExperimentSpecError(
-            str(exc), fix="give an experiment TOML, e.g. experiments/paired-vs-gang.toml"
-        ) from None
-    if isinstance(spec, StreamSpec):
-        return _run_streams(args, spec)
-    wrong = _given(args, STREAM_ONLY)
-    if wrong:
-        raise ExperimentSpecError(
-            f"{', '.join(wrong)}: only for job-stream specs; {args.spec} is a paired spec",
-            fix="use --duration, --mixes or --configs",
-        )
-    return _run_paired(args)
-
-
-def _run_streams(args: argparse.Namespace, spec: Any) -> int:
-    from testbed.experiment.cdc.report import markdown, plots, text_summary
-    from testbed.experiment.cdc.run import run_streams
-    from testbed.experiment.cdc.stream import SCHEMES
-    from testbed.experiment.paired.run import ExperimentError
-
-    wrong = _given(args, PAIRED_ONLY)
-    if wrong:
-        raise ExperimentSpecError(
-            f"{', '.join(wrong)}: only for paired specs; {args.spec} is a job-stream spec",
-            fix="use --quick, --schemes, --loads, --mpls or --jobs",
-        )
-    if args.quick:
-        spec = spec.quick_version()
-    changes: dict[str, Any] = {}
-    if args.schemes:
-        changes["schemes"] = _csv(args.schemes)
-        for s in changes["schemes"]:
-            if s not in SCHEMES:
-                raise ExperimentSpecError(f"--schemes: unknown {s!r}; valid: {', '.join(SCHEMES)}")
-    if args.loads:
-        changes["loads"] = _csv(args.loads)
-        for ld in changes["loads"]:
-            if ld not in spec.load_means:
-                raise ExperimentSpecError(
-                    f"--loads: unknown {ld!r}; the spec defines {', '.join(spec.load_means)}"
-                )
-    if args.mpls:
-        try:
-            changes["mpls"] = tuple(int(m) for m in _csv(args.mpls))
-        except ValueError:
-            raise ExperimentSpecError(
-                f"--mpls: whole numbers, e.g. 3,5; got {args.mpls!r}"
-            ) from None
-        if not changes["mpls"] or any(not 1 <= m <= 64 for m in changes["mpls"]):
-            raise ExperimentSpecError(f"--mpls: MPLs in 1..64, e.g. 3,5; got {args.mpls!r}")
-    if args.jobs is not None:
-        if args.jobs < 1:
-            raise ExperimentSpecError(f"--jobs must be >= 1, got {args.jobs}")
-        changes["jobs"] = args.jobs
-    spec = dataclasses.replace(spec, **changes)
-    out = args.out or Path("results") / (spec.name + ("-quick" if args.quick else ""))
-    try:
-        result = run_streams(spec, out, reuse_cluster=args.reuse_cluster)
-    except ExperimentError as exc:
-        raise CoschedError(str(exc)) from None
-    written = _write_stream_report(result, out, markdown, plots)
-    print()
-    print(text_summary(result))
-    print(f"\nreport: {out}/report.md (plots {', '.join(written)}; data results.json)")
+        sigterm_as_interrupt()  # SIGTERM tears the cluster down too
+    # Simulated runs go through the sweep executor; its options are the defaults here.
+    _, res, out = pipeline.run(
+        args.spec, command=_command(args), out=out, quick=args.quick, overrides=overrides,
+        reuse_cluster=args.reuse_cluster, sweep=SweepOptions(),
+    )  # fmt: skip
+    text = study.summary(res.data)
+    if text:
+        print()
+        print(text)
+    print(f"\nreport: {out}/report.md (data: {out}/results.json)")
     return 0
-
-
-def _write_stream_report(result: Any, out: Path, markdown: Any, plots: Any) -> list[str]:
-    """report.md and the PNGs; returns the PNGs' names."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text(markdown(result))
-        written: list[str] = plots(result, out)
-    except OSError as exc:
-        raise CoschedError(
-            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
-        ) from None
-    return written
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write an experiment's report from its results.json."""
-    import json
+    from testbed.experiment import pipeline
 
-    try:
-        data = json.loads(args.results.read_text())
-    except OSError as exc:
-        raise ExperimentSpecError(
-            f"cannot read {args.results}: {exc.strerror}", fix="give a results.json"
-        ) from None
-    except ValueError as exc:
-        raise ExperimentSpecError(
-            f"{args.results} is not JSON ({exc})", fix="give the results.json a run wrote"
-        ) from None
-    out = args.out or args.results.parent
-    if isinstance(data, dict) and "waste" in (data.get("meta") or {}):
-        return _report_dhc(
-            data, out
-        )  # Feitelson & Rudolph's study (testbed/experiment/dhcstudy.py)
-    if isinstance(data, dict) and "points" in data:
-        return _report_sweep(args.results, data, out)
-    if isinstance(data, dict) and any("mix" in r for r in data.get("runs") or []):
-        return _report_paired(args.results, data, out)
-    return _report_stream(args.results, data, out)
-
-
-def _report_dhc(data: dict[str, Any], out: Path) -> int:
-    from testbed.experiment.dhc import report as dhcreport
-
-    points, meta = list(data["points"]), dict(data["meta"])
-    for p in dhcreport.write_report(points, meta, out):
-        print(p)
-    for ok, line in dhcreport.findings(points, meta):
-        print(("reproduced: " if ok else "differs:    ") + line)
+    study, res, written = pipeline.report(args.results, args.out)
+    text = study.summary(res.data)
+    if text:
+        print(text)
+    print(f"\nreport: {written[0] if written else args.results.parent}")
     return 0
 
 
-def _report_stream(path: Path, data: Any, out: Path) -> int:
-    from testbed.experiment.cdc.report import markdown, plots, text_summary
-    from testbed.experiment.cdc.run import StreamResult
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from testbed.experiment import ledger
 
-    try:
-        result = StreamResult.from_dict(data)
-    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        raise ExperimentSpecError(
-            f"{path} is not an experiment's results.json ({exc})",
-            fix="give the results.json a run wrote",
-        ) from None
-    _write_stream_report(result, out, markdown, plots)
-    print(text_summary(result))
-    print(f"\nreport: {out}/report.md")
-    return 0
-
-
-def _report_paired(path: Path, data: Any, out: Path) -> int:
-    from testbed.experiment.paired.report import text_summary
-    from testbed.experiment.paired.run import ExperimentResult
-
-    try:
-        result = ExperimentResult.from_dict(data)
-    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        raise ExperimentSpecError(
-            f"{path} is not a paired-vs-gang results.json ({exc})",
-            fix="give the results.json a run wrote",
-        ) from None
-    _write_paired_report(result, out)
-    print(text_summary(result))
-    print(f"\nreport: {out}/report.md")
-    return 0
-
-
-def _report_sweep(path: Path, data: Any, out: Path) -> int:
-    from testbed.experiment.paired.report import sweep_text
-    from testbed.experiment.paired.run import SweepResult
-
-    try:
-        sweep = SweepResult.from_dict(data)
-    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        raise ExperimentSpecError(
-            f"{path} is not a sweep's results.json ({exc})",
-            fix="give the results.json a run wrote",
-        ) from None
-    _write_sweep_report(sweep, out)
-    print(sweep_text(sweep))
-    print(f"\nreport: {out}/report.md")
-    return 0
-
-
-def _write_paired_report(result: Any, out: Path) -> None:
-    from testbed.experiment.paired.report import markdown, plots
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text(markdown(result))
-        plots(result, out)
-    except OSError as exc:
-        raise CoschedError(
-            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
-        ) from None
-
-
-def _write_sweep_report(sweep: Any, out: Path) -> str:
-    from testbed.experiment.paired.report import sweep_markdown, sweep_plots
-
-    for p in sweep.points:
-        _write_paired_report(p.result, out / p.label)
-    try:
-        (out / "report.md").write_text(sweep_markdown(sweep))
-        name: str = sweep_plots(sweep, out)
-    except OSError as exc:
-        raise CoschedError(
-            f"cannot write the report in {out}: {exc.strerror}", fix="give a writable --out"
-        ) from None
-    return name
-
-
-def _run_paired(args: argparse.Namespace) -> int:
-    from testbed.experiment.paired.report import sweep_text, text_summary
-    from testbed.experiment.paired.run import ExperimentError, run_experiment, run_sweep
-    from testbed.experiment.paired.spec import CONFIGS, SpecError, load_experiment
-
-    try:
-        spec = load_experiment(args.spec)
-        if args.duration is not None:
-            if args.duration <= 0:
-                raise SpecError("--duration must be > 0 seconds")
-            spec = dataclasses.replace(spec, duration=args.duration)
-        if args.mixes:
-            mixes = tuple(int(m) for m in args.mixes.split(","))
-            if any(not 0 <= m <= 4 for m in mixes):
-                raise SpecError("--mixes: I/O job counts in 0..4, e.g. 0,1,4")
-            spec = dataclasses.replace(spec, mixes=mixes)
-        if args.configs:
-            configs = tuple(c.strip() for c in args.configs.split(","))
-            for c in configs:
-                if c not in CONFIGS:
-                    raise SpecError(f"--configs: unknown {c!r}; valid: {', '.join(CONFIGS)}")
-            spec = dataclasses.replace(spec, configs=configs)
-    except OSError as exc:
-        raise ExperimentSpecError(
-            f"cannot read {args.spec}: {exc.strerror}", fix="give an experiment TOML file"
-        ) from None
-    except (SpecError, ValueError) as exc:
-        raise ExperimentSpecError(
-            str(exc), fix="give an experiment TOML, e.g. experiments/paired-vs-gang.toml"
-        ) from None
-    out = args.out or Path("results") / spec.name
-    from testbed.commands.calibrate import _terminate_as_interrupt
-
-    _terminate_as_interrupt()  # SIGTERM tears the cluster down too
-    try:
-        if spec.sweep is not None:
-            sweep = run_sweep(spec, out, reuse_cluster=args.reuse_cluster)
-        else:
-            result = run_experiment(spec, out, reuse_cluster=args.reuse_cluster)
-    except ExperimentError as exc:
-        raise CoschedError(str(exc)) from None
-    print()
-    if spec.sweep is not None:
-        name = _write_sweep_report(sweep, out)
-        print(sweep_text(sweep))
-        print(
-            f"\nreport: {out}/report.md (plot {name}; each point in its folder; data results.json)"
-        )
+    out = args.out or ledger.DEFAULT_OUT
+    text = ledger.generate(args.results or ledger.DEFAULT_RESULTS)
+    if args.check:
+        current = out.read_text() if out.exists() else ""
+        if current != text:
+            print(f"{out} is stale: run `cosched experiment ledger`")
+            return 1
+        print(f"{out} is current")
         return 0
-    _write_paired_report(result, out)
-    print(text_summary(result))
-    print(f"\nreport: {out}/report.md (plots fig7_top.png, fig7_bottom.png; data results.json)")
+    out.write_text(text)
+    print(out)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from testbed.experiment import migrate
+
+    if args.kind not in migrate.KNOWN:
+        raise UsageError(
+            f"--kind {args.kind!r}: not a kind", fix="kinds: " + ", ".join(migrate.KNOWN)
+        )
+    path = migrate.migrate_file(args.results, args.kind, args.command)
+    print(path)
     return 0

@@ -119,13 +119,11 @@ def test_duration_stops_at_a_barrier() -> None:
     assert res["barriers"] >= 1 and res["seconds"] >= 0.05
 
 
-def test_calibrate_prints_costs_and_a_suggestion(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("flag", ["--loop-cost", "--calibrate"])
+def test_loop_cost_prints_costs_and_a_suggestion(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
 ) -> None:
-    assert (
-        main(["--calibrate", "--gcomp", "20000", "--target", "0.1", "--dir", str(tmp_path)], {})
-        == 0
-    )
+    assert main([flag, "--gcomp", "20000", "--target", "0.1", "--dir", str(tmp_path)], {}) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["ns_per_iteration"] > 0 and res["suggested_gcomp"] > 0
     assert res["file_fsync"]["ms_per_file"] > 0

@@ -17,32 +17,29 @@ thread, minimize-fragmentation mapping, weight/uniform, selective disabling
 the selective-disabling packer) and the on-line FCFS best-fit waste of Fig. 18.
 
     cosched experiment run experiments/dhc.toml [--quick] [--out DIR]
+
+A spec may run some families only (``families``) and leave out Section 4 (``waste =
+false``), as experiments/dhc-table1.toml does for Table 1 over three seeds.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 import time
-import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from common.errors import CoschedError, UsageError
 from controller.policies.dhc import ALGORITHMS, BALANCING, DhcConfig, DhcError
+from testbed.experiment.fields import SpecError, Table
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[3] / "experiments" / "dhc.toml"
-FIELDS = {"name": str, "pes": int, "gangs": int, "seeds": int, "loads": list,
-          "point_loads": list, "waste_pes": list, "waste_rounds": int,
-          "waste_table_pes": int, "workers": int}  # fmt: skip
-
-
-class DhcSpecError(UsageError):
-    """A [dhc] spec that cannot be run (one line: file, field, fix)."""
+#: the families of runs (module docstring); a spec may run some of them (``families``)
+FAMILIES = ("balancing", "mapping", "algorithms", "distributions")
+_KEYS = ("name", "pes", "gangs", "seeds", "loads", "point_loads", "waste_pes", "waste_rounds",
+         "waste_table_pes", "workers", "families", "waste")  # fmt: skip
 
 
 @dataclass
@@ -57,51 +54,44 @@ class DhcSpec:
     waste_rounds: int = 20000
     waste_table_pes: int = 4096
     workers: int = 2
+    families: list[str] = field(default_factory=lambda: list(FAMILIES))
+    waste: bool = True  # Section 4's analysis (bounds, Fig. 18)
     quick: dict[str, Any] = field(default_factory=dict)
 
     def quick_version(self) -> DhcSpec:
         return replace(self, **self.quick, quick={})
 
 
-def load_spec(path: str | Path) -> DhcSpec:
-    p = Path(path)
-    try:
-        doc = tomllib.loads(p.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise DhcSpecError(f"{p}: {e}", fix="give a readable TOML file") from None
-    table = doc.get("dhc")
-    if not isinstance(table, dict):
-        raise DhcSpecError(f"{p}: no [dhc] table", fix="see experiments/dhc.toml")
+def _values(t: Table, defaults: DhcSpec) -> dict[str, Any]:
+    t.only(_KEYS)
+    out: dict[str, Any] = {}
+    for k in ("pes", "gangs", "seeds", "waste_rounds", "waste_table_pes", "workers"):
+        if t.has(k):
+            out[k] = t.integer(k, minimum=1)
+    if t.has("name"):
+        out["name"] = t.text("name")
+    for k in ("loads", "point_loads"):
+        if t.has(k):
+            out[k] = t.items(k, (int, float), above=0, nonempty=False, example="[0.3, 0.5, 0.7]")
+    if t.has("waste_pes"):
+        out["waste_pes"] = t.items("waste_pes", int, minimum=1, example="[32, 256]")
+    if t.has("families"):
+        out["families"] = t.items("families", str, choices=FAMILIES, unique=True)
+    if t.has("waste"):
+        out["waste"] = t.flag("waste")
+    return out
 
-    def check(t: dict[str, Any], where: str) -> dict[str, Any]:
-        out = {}
-        for k, v in t.items():
-            want = FIELDS.get(k)
-            if want is None:
-                raise DhcSpecError(f"{p}: [{where}].{k}: unknown field",
-                                   fix=f"one of {', '.join(FIELDS)}")  # fmt: skip
-            if not isinstance(v, want) or isinstance(v, bool):
-                raise DhcSpecError(f"{p}: [{where}].{k}: want {want.__name__}, got {v!r}",
-                                   fix="see experiments/dhc.toml")  # fmt: skip
-            if isinstance(v, list) and not all(isinstance(x, int | float) and x > 0 for x in v):
-                raise DhcSpecError(f"{p}: [{where}].{k}: want a list of numbers > 0",
-                                   fix="e.g. [0.3, 0.5, 0.7]")  # fmt: skip
-            if isinstance(v, int) and v < 1:
-                raise DhcSpecError(f"{p}: [{where}].{k}: must be >= 1", fix="give a count")
-            out[k] = v
-        return out
 
-    spec = DhcSpec(**check(table, "dhc"))
-    q = doc.get("quick", {})
-    if not isinstance(q, dict):
-        raise DhcSpecError(f"{p}: [quick] must be a table", fix="see experiments/dhc.toml")
-    spec.quick = check(q, "quick")
+def load_spec(doc: Table) -> DhcSpec:
+    """A ``[dhc]`` spec (experiments/dhc.toml) and its ``[quick]`` table."""
+    spec = DhcSpec(**_values(doc.table("dhc", required=True), DhcSpec()))
+    spec.quick = _values(doc.table("quick"), spec)
     try:
         DhcConfig(pes=spec.pes)
         for n in spec.waste_pes:
             DhcConfig(pes=int(n))
     except DhcError as e:
-        raise DhcSpecError(f"{p}: {e}", fix="powers of two, e.g. 32") from None
+        raise SpecError(f"{doc.path}: {e}", fix="powers of two, e.g. 32") from None
     return spec
 
 
@@ -124,21 +114,23 @@ def runs(spec: DhcSpec) -> list[Run]:
     out: list[Run] = []
     for seed in range(1, spec.seeds + 1):
         for load in loads:
-            for origin in ("any", "pe0"):
+            for origin in ("any", "pe0") if "balancing" in spec.families else ():
                 for b in BALANCING:
                     cfg = replace(base, balancing=b, origin=origin)
                     out.append(Run(f"balancing-{origin}", b, cfg, "harmonic", load, seed))
-            for mapping in ("balance", "fragmentation"):
+            for mapping in ("balance", "fragmentation") if "mapping" in spec.families else ():
                 for sd in (True, False):
                     cfg = replace(base, mapping=mapping, selective=sd)
                     label = f"{mapping}, {'SD' if sd else 'no SD'}"
                     out.append(Run("mapping", label, cfg, "uniform", load, seed))
-            for alg, (between, within) in ALGORITHMS.items():
+            for alg, (between, within) in (
+                ALGORITHMS.items() if "algorithms" in spec.families else ()
+            ):
                 for sd in (True, False):
                     cfg = replace(base, between=between, within=within, selective=sd)
                     label = f"{alg}{'' if sd else ', no SD'}"
                     out.append(Run("algorithms", label, cfg, "uniform", load, seed))
-            for dist in ("uniform", "harmonic", "pow2"):
+            for dist in ("uniform", "harmonic", "pow2") if "distributions" in spec.families else ():
                 out.append(Run("distributions", dist, base, dist, load, seed))
     return out
 
@@ -199,68 +191,7 @@ def run_study(spec: DhcSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             points.append(p)
     meta = {
         "spec": {k: v for k, v in asdict(spec).items() if k != "quick"},
-        "waste": waste(spec),
+        "waste": waste(spec) if spec.waste else None,
         "seconds": round(time.monotonic() - t0, 1),
     }
     return points, meta
-
-
-def save(points: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
-    path.write_text(json.dumps({"meta": meta, "points": points}, indent=1) + "\n")
-    return path
-
-
-def read_results(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise DhcSpecError(
-            f"{path}: {e}", fix="run the study first (without --report-only)"
-        ) from None
-    return list(doc["points"]), dict(doc["meta"])
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.dhc.study",
-        description="Feitelson & Rudolph 1996 in the simulator: DHC's load balancing, mapping, "
-        "selective "
-        "disabling and time division (Table 1, Figs. 2-4, 6-7, 9-12, 19) and the waste "
-        "analysis (§4, Fig. 18); writes report.md, PNGs and results.json.",
-    )
-    ap.add_argument("spec", nargs="?", default=str(DEFAULT_SPEC),
-                    help="default experiments/dhc.toml")  # fmt: skip
-    ap.add_argument("--out", type=Path, default=None, help="default results/<name>")
-    ap.add_argument("--quick", action="store_true", help="the [quick] table (about a minute)")
-    ap.add_argument("--report-only", action="store_true",
-                    help="rewrite the report from OUT/results.json")  # fmt: skip
-    args = ap.parse_args(argv)
-    from testbed.experiment.dhc import report as dhcreport
-
-    try:
-        spec = load_spec(args.spec)
-        if args.quick:
-            spec = spec.quick_version()
-        out = args.out or Path("results") / spec.name
-        if args.report_only:
-            points, meta = read_results(out / "results.json")
-        else:
-            points, meta = run_study(spec)
-            print(save(points, meta, out))
-        for p in dhcreport.write_report(points, meta, out):
-            print(p)
-        for ok, line in dhcreport.findings(points, meta):
-            print(("reproduced: " if ok else "differs:    ") + line)
-    except CoschedError as e:
-        print(f"dhc: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("dhc: interrupted", file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

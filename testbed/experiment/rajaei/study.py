@@ -43,27 +43,22 @@ Each point is the mean over ``seeds`` independent workloads.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import random
-import sys
 import time
-import tomllib
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from common.errors import CoschedError, UsageError
+from testbed.experiment.fields import Table
+from testbed.experiment.protocol import Say
+from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[3] / "experiments" / "rajaei-gang-vs-backfill.toml"
 GANG_POLICIES = ("gang-greedy", "gang-backfill")
 BATCH_POLICIES = ("lookahead", "easy")
 ALL_POLICIES = GANG_POLICIES + BATCH_POLICIES
-
-
-class RajaeiError(UsageError):
-    """A Rajaei et al. 2008 study spec that cannot be run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,82 +95,56 @@ class RajaeiSpec:
         return RajaeiSpec(**d)
 
 
-_KNOWN = set(RajaeiSpec.__dataclass_fields__) - {"name", "path", "quick"}
+_KNOWN = tuple(f.name for f in fields(RajaeiSpec) if f.name not in ("name", "path", "quick"))
 
 
-def load_spec(path: str | Path) -> RajaeiSpec:
-    """Read and check a ``[rajaei]`` spec; every error is one line naming file and key."""
-    p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise RajaeiError(f"{p}: no such spec", fix="give the path of a TOML spec") from None
-    except tomllib.TOMLDecodeError as e:
-        raise RajaeiError(f"{p}: not valid TOML: {e}", fix="fix the TOML syntax") from None
-    t = raw.get("rajaei")
-    if not isinstance(t, dict):
-        raise RajaeiError(f"{p}: no [rajaei] table", fix="start the spec with [rajaei]")
-    kwargs: dict[str, Any] = {"name": str(t.get("name", p.stem)), "path": str(p)}
-    for key, value in t.items():
-        if key == "name":
-            continue
-        if key not in _KNOWN:
-            raise RajaeiError(
-                f"{p}: [rajaei] has no key {key!r}",
-                fix="valid keys: " + ", ".join(sorted(_KNOWN | {"name"})),
-            )
-        kwargs[key] = value
-    quick = raw.get("quick", {})
-    if not isinstance(quick, dict):
-        raise RajaeiError(f"{p}: [quick] must be a table", fix="write [quick] with keys")
-    for key in quick:
-        if key not in _KNOWN:
-            raise RajaeiError(
-                f"{p}: [quick] has no key {key!r}", fix="valid keys: " + ", ".join(sorted(_KNOWN))
-            )
-    kwargs["quick"] = dict(quick)
-    spec = RajaeiSpec(**kwargs)
-    check(spec)
+def _values(t: Table) -> dict[str, Any]:
+    """The keys of a [rajaei] or [quick] table, each checked (module docstring)."""
+    t.only(_KNOWN + (("name",) if t.name == "rajaei" else ()))
+    out: dict[str, Any] = {}
+    for k in ("nodes", "default_slots", "seeds", "max_runtime", "fig7_jobs"):
+        if t.has(k):
+            out[k] = t.integer(k, minimum=1)
+    for k in ("job_counts", "slots", "slot_jobs"):
+        if t.has(k):
+            out[k] = t.items(k, int, minimum=1, example="[1, 5, 15]")
+    if t.has("quantum"):
+        out["quantum"] = t.number("quantum", above=0)
+    if t.has("load"):
+        out["load"] = t.number("load", above=0)
+    if t.has("max_overestimate"):
+        out["max_overestimate"] = t.number("max_overestimate", minimum=1)
+    if t.has("comm_share"):
+        out["comm_share"] = t.number("comm_share", minimum=0, maximum=1)
+    if t.has("policies"):
+        out["policies"] = t.items("policies", str, choices=ALL_POLICIES, unique=True)
+    if t.has("switch_costs"):
+        costs = t.items("switch_costs", (str, int, float))
+        for c in costs:
+            if c != "calibration" and not (isinstance(c, int | float) and 0 <= c < 1):
+                raise t.error(
+                    "switch_costs",
+                    f"entry {c!r}",
+                    fix='use "calibration" or a fraction of the quantum in [0, 1)',
+                )
+        out["switch_costs"] = costs
+    if t.has("name"):
+        out["name"] = t.text("name")
+    return out
+
+
+def load_spec(doc: Table) -> RajaeiSpec:
+    """A ``[rajaei]`` spec and its ``[quick]`` table; every error is one line."""
+    main = _values(doc.table("rajaei", required=True))
+    spec = RajaeiSpec(name=main.pop("name", doc.path.stem), path=str(doc.path), **main)
+    spec.quick = _values(doc.table("quick"))
     return spec
 
 
-def check(s: RajaeiSpec) -> None:
-    where = s.path
+def read_spec(path: str | Path) -> RajaeiSpec:
+    from testbed.experiment.fields import read_toml
 
-    def bad(what: str, fix: str) -> RajaeiError:
-        return RajaeiError(f"{where}: {what}", fix=fix)
-
-    if not isinstance(s.nodes, int) or s.nodes < 1:
-        raise bad(f"nodes = {s.nodes!r}", "a positive whole number (Rajaei et al. 2008: 15)")
-    if not isinstance(s.quantum, (int, float)) or s.quantum <= 0:
-        raise bad(f"quantum = {s.quantum!r}", "a positive number of seconds")
-    for key in ("job_counts", "slots", "slot_jobs"):
-        v = getattr(s, key)
-        if not isinstance(v, list) or not v or not all(isinstance(x, int) and x > 0 for x in v):
-            raise bad(f"{key} = {v!r}", "a non-empty list of positive whole numbers")
-    if not all(isinstance(x, str) for x in s.policies) or not s.policies:
-        raise bad(f"policies = {s.policies!r}", "a list of policy names")
-    unknown = [x for x in s.policies if x not in ALL_POLICIES]
-    if unknown:
-        raise bad(f"unknown policy {unknown[0]!r}", "valid: " + ", ".join(ALL_POLICIES))
-    if not isinstance(s.seeds, int) or s.seeds < 1:
-        raise bad(f"seeds = {s.seeds!r}", "a positive whole number")
-    if not isinstance(s.load, (int, float)) or s.load <= 0:
-        raise bad(f"load = {s.load!r}", "a positive number (offered node-ticks per tick / nodes)")
-    if not isinstance(s.max_runtime, int) or s.max_runtime < 1:
-        raise bad(f"max_runtime = {s.max_runtime!r}", "a positive whole number of ticks")
-    if not isinstance(s.max_overestimate, (int, float)) or s.max_overestimate < 1:
-        raise bad(f"max_overestimate = {s.max_overestimate!r}", "a number >= 1")
-    if not isinstance(s.comm_share, (int, float)) or not 0 <= s.comm_share <= 1:
-        raise bad(f"comm_share = {s.comm_share!r}", "a fraction in [0, 1]")
-    if not isinstance(s.default_slots, int) or s.default_slots < 1:
-        raise bad(f"default_slots = {s.default_slots!r}", "a positive whole number")
-    for c in s.switch_costs:
-        if c != "calibration" and not (isinstance(c, (int, float)) and 0 <= c < 1):
-            raise bad(
-                f"switch_costs entry {c!r}",
-                'use "calibration" or a fraction of the quantum in [0, 1)',
-            )
+    return load_spec(Table.document(read_toml(path), path))
 
 
 def switch_costs(spec: RajaeiSpec) -> list[SwitchCost]:
@@ -194,23 +163,26 @@ def switch_costs(spec: RajaeiSpec) -> list[SwitchCost]:
     return out
 
 
-def make_jobs(spec: RajaeiSpec, n: int, seed: int) -> list[Any]:
-    """``n`` jobs of the module docstring's workload, reproducible from ``seed``."""
+def make_jobs(spec: RajaeiSpec | Mapping[str, Any], n: int, seed: int) -> list[Any]:
+    """``n`` jobs of the module docstring's workload, reproducible from ``seed``.
+    ``spec``: the study's spec, or the parameters of one run (:func:`point_params`)."""
     from testbed.sim.job import COMPUTE_BOUND, Phase, SimJob
     from testbed.sim.workloads.synthetic import HOMOGENEOUS_BARRIER, HOMOGENEOUS_CPU
 
+    g = spec if isinstance(spec, Mapping) else _workload(spec)
+    nodes, max_runtime, quantum = int(g["nodes"]), int(g["max_runtime"]), float(g["quantum"])
     rng = random.Random(seed)
     comm = (Phase(1.0, HOMOGENEOUS_CPU),)
-    mean_size = (1 + spec.nodes) / 2
-    mean_runtime = (1 + spec.max_runtime) / 2
+    mean_size = (1 + nodes) / 2
+    mean_runtime = (1 + max_runtime) / 2
     # load = mean_size * mean_runtime / (mean interarrival * nodes)
-    mean_gap = mean_size * mean_runtime / (spec.load * spec.nodes) * spec.quantum
+    mean_gap = mean_size * mean_runtime / (float(g["load"]) * nodes) * quantum
     jobs, t = [], 0.0
     for k in range(n):
-        size = rng.randint(1, spec.nodes)
-        runtime = rng.randint(1, spec.max_runtime) * spec.quantum
-        estimate = runtime * rng.uniform(1.0, spec.max_overestimate)
-        is_comm = rng.random() < spec.comm_share
+        size = rng.randint(1, nodes)
+        runtime = rng.randint(1, max_runtime) * quantum
+        estimate = runtime * rng.uniform(1.0, float(g["max_overestimate"]))
+        is_comm = rng.random() < float(g["comm_share"])
         jobs.append(
             SimJob(
                 job_id=k + 1,
@@ -225,6 +197,11 @@ def make_jobs(spec: RajaeiSpec, n: int, seed: int) -> list[Any]:
         )
         t += rng.uniform(0.0, 2.0 * mean_gap)
     return jobs
+
+
+def _workload(spec: RajaeiSpec) -> dict[str, Any]:
+    keys = ("nodes", "quantum", "load", "max_runtime", "max_overestimate", "comm_share")
+    return {k: getattr(spec, k) for k in keys}
 
 
 @dataclass(slots=True)
@@ -243,27 +220,42 @@ class Point:
     responses: list[float] = field(default_factory=list)
 
 
-def run_point(
-    spec: RajaeiSpec, policy: str, slots: int | None, n: int, seed: int, cost: SwitchCost,
-    keep_jobs: bool = False,
-) -> Point:  # fmt: skip
-    from controller.policies.registry import make_policy
+def point_params(
+    spec: RajaeiSpec, policy: str, slots: int | None, n: int, cost: SwitchCost, keep: bool
+) -> dict[str, Any]:
+    """Everything one run's result depends on besides its seed (its sweep key)."""
     from testbed.sim.calibration import resolve_calibration
+
+    return {
+        **_workload(spec),
+        "policy": policy,
+        "slots": slots,
+        "jobs": n,
+        "switch": cost.label,
+        "switch_seconds": cost.seconds,
+        "interference": resolve_calibration(None).interference,
+        "keep_jobs": keep,
+    }
+
+
+def simulate_point(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """One policy on one workload (a sweep run: module-level, JSON in and out)."""
+    from controller.policies.registry import make_policy
     from testbed.sim.engine import simulate
     from testbed.sim.results import SimConfig
 
-    jobs = make_jobs(spec, n, seed)
-    params: dict[str, object] = {"max_slots": slots} if policy in GANG_POLICIES else {}
-    pol = make_policy(policy, spec.nodes, params)
-    cal = resolve_calibration(None)
+    policy, slots, n = str(params["policy"]), params["slots"], int(params["jobs"])
+    jobs = make_jobs(params, n, seed)
+    kw: dict[str, object] = {"max_slots": slots} if policy in GANG_POLICIES else {}
+    pol = make_policy(policy, int(params["nodes"]), kw)
     res = simulate(
         jobs,
         pol,
         SimConfig(
-            nodes=spec.nodes,
-            quantum=spec.quantum,
-            context_switch=cost.seconds,
-            interference=cal.interference,
+            nodes=int(params["nodes"]),
+            quantum=float(params["quantum"]),
+            context_switch=float(params["switch_seconds"]),
+            interference=float(params["interference"]),
             mode="exact",
         ),
     )
@@ -272,44 +264,71 @@ def run_point(
     first = min(j.submit for j in res.jobs)
     makespan = max(res.end) - first
     order = sorted(range(len(res.jobs)), key=lambda i: (res.jobs[i].submit, res.jobs[i].job_id))
-    return Point(
-        policy=policy,
-        slots=slots,
-        jobs=n,
-        seed=seed,
-        switch=cost.label,
-        makespan=makespan,
-        mean_wait=math.fsum(waits) / len(waits),
-        mean_response=math.fsum(resp) / len(resp),
-        waits=[waits[i] for i in order] if keep_jobs else [],
-        responses=[resp[i] for i in order] if keep_jobs else [],
+    keep = bool(params["keep_jobs"])
+    return asdict(
+        Point(
+            policy=policy,
+            slots=slots,
+            jobs=n,
+            seed=seed,
+            switch=str(params["switch"]),
+            makespan=makespan,
+            mean_wait=math.fsum(waits) / len(waits),
+            mean_response=math.fsum(resp) / len(resp),
+            waits=[waits[i] for i in order] if keep else [],
+            responses=[resp[i] for i in order] if keep else [],
+        )
     )
 
 
-def run_study(spec: RajaeiSpec, say: Any = print) -> tuple[list[Point], dict[str, Any]]:
-    """Every point of Figs. 5–9 (see the module docstring)."""
+def run_point(
+    spec: RajaeiSpec, policy: str, slots: int | None, n: int, seed: int, cost: SwitchCost,
+    keep_jobs: bool = False,
+) -> Point:  # fmt: skip
+    """One point, here (tests; the study hands its points to the sweep executor)."""
+    return Point(**simulate_point(point_params(spec, policy, slots, n, cost, keep_jobs), seed))
+
+
+def plan(spec: RajaeiSpec) -> list[RunSpec]:
+    """Every run of Figs. 5-9 at every switch cost (module docstring), as sweep runs."""
     costs = switch_costs(spec)
-    t0 = time.perf_counter()
-    plan: list[tuple[str, int | None, int, int, SwitchCost, bool]] = []
-    base = costs[0]
-    for n in spec.job_counts:
-        for seed in range(spec.seeds):
-            for pol in spec.policies:
-                slots = spec.default_slots if pol in GANG_POLICIES else None
-                plan.append((pol, slots, n, seed, base, n == spec.fig7_jobs and seed == 0))
+    out: list[RunSpec] = []
+
+    def add(pol: str, slots: int | None, n: int, seed: int, cost: SwitchCost, keep: bool) -> None:
+        params = point_params(spec, pol, slots, n, cost, keep)
+        out.append(RunSpec("rajaei-sim", params, seed, simulate_point))
+
     for cost in costs:
+        for n in spec.job_counts:
+            for seed in range(spec.seeds):
+                for pol in spec.policies:
+                    slots = spec.default_slots if pol in GANG_POLICIES else None
+                    add(pol, slots, n, seed, cost, n == spec.fig7_jobs)
         for n in spec.slot_jobs:
             for seed in range(spec.seeds):
                 for pol in (p for p in spec.policies if p in GANG_POLICIES):
                     for slots in spec.slots:
-                        if cost is base and slots == spec.default_slots and n in spec.job_counts:
-                            continue  # already in the first sweep
-                        plan.append((pol, slots, n, seed, cost, False))
-    points = []
-    for k, (pol, slots, n, seed, cost, keep) in enumerate(plan, 1):
-        points.append(run_point(spec, pol, slots, n, seed, cost, keep))
-        if k % 50 == 0 or k == len(plan):
-            say(f"  {k}/{len(plan)} simulations ({time.perf_counter() - t0:.1f} s)")
+                        if slots == spec.default_slots and n in spec.job_counts:
+                            continue  # already in the job-count sweep
+                        add(pol, slots, n, seed, cost, False)
+    return out
+
+
+def run_study(
+    spec: RajaeiSpec, sweep: SweepOptions | None = None, say: Say = print
+) -> tuple[list[Point], dict[str, Any]]:
+    """Every point of Figs. 5–9 (see the module docstring)."""
+    from testbed.experiment.harness import LiveError
+
+    costs = switch_costs(spec)
+    t0 = time.perf_counter()
+    runs = plan(spec)
+    res = run_sweep(runs, sweep or SweepOptions(desc="rajaei runs"))
+    if res.failed:
+        f = res.failed[0]
+        raise LiveError(f"{len(res.failed)} of {len(runs)} runs failed; the first: {f.error}")
+    points = [Point(**r) for r in res.results if r is not None]
+    say(f"  {len(points)} simulations ({time.perf_counter() - t0:.1f} s)")
     meta = {
         "spec": spec.path,
         "name": spec.name,
@@ -331,61 +350,3 @@ def run_study(spec: RajaeiSpec, say: Any = print) -> tuple[list[Point], dict[str
         "seconds": round(time.perf_counter() - t0, 1),
     }
     return points, meta
-
-
-def save(points: list[Point], meta: dict[str, Any], out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    p = out / "results.json"
-    p.write_text(json.dumps({"meta": meta, "points": [asdict(x) for x in points]}, indent=1))
-    return p
-
-
-def read_results(path: Path) -> tuple[list[Point], dict[str, Any]]:
-    try:
-        d = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RajaeiError(f"{path}: no such file", fix="run the study first") from None
-    return [Point(**x) for x in d["points"]], d["meta"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.rajaei.study",
-        description="Rajaei et al.'s study in the simulator: gang-greedy and gang-backfill against "
-        "lookahead backfilling (and EASY) on 15 nodes, as the number of jobs and the number of "
-        "time slots grow (Figs. 5-9); writes report.md, PNGs and results.json.",
-    )
-    ap.add_argument("spec", nargs="?", default=str(DEFAULT_SPEC),
-                    help="default experiments/rajaei-gang-vs-backfill.toml")  # fmt: skip
-    ap.add_argument("--out", type=Path, default=None, help="default results/<name>")
-    ap.add_argument("--quick", action="store_true", help="the [quick] table (under a minute)")
-    ap.add_argument("--report-only", action="store_true",
-                    help="rewrite the report from OUT/results.json")  # fmt: skip
-    args = ap.parse_args(argv)
-    from testbed.experiment.rajaei import report as rajaeireport
-
-    try:
-        spec = load_spec(args.spec)
-        if args.quick:
-            spec = spec.quick_version()
-        out = args.out or Path("results") / spec.name
-        if args.report_only:
-            points, meta = read_results(out / "results.json")
-        else:
-            points, meta = run_study(spec)
-            print(save(points, meta, out))
-        for p in rajaeireport.write_report(points, meta, out):
-            print(p)
-        for ok, line in rajaeireport.findings(points, meta):
-            print(("reproduced: " if ok else "differs:    ") + line)
-    except CoschedError as e:
-        print(f"rajaei: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("rajaei: interrupted", file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
