@@ -100,27 +100,6 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_calibrate)
 
 
-def _terminate_as_interrupt() -> None:
-    """SIGTERM unwinds like Ctrl-C, so the cluster this run brought up is torn down.
-
-    Only in this process: a child forked from it (pyroute2 forks one per
-    network namespace and ends it with SIGTERM) still dies at once.
-    """
-    import os
-    import signal
-
-    owner = os.getpid()
-
-    def interrupt(signum: int, _frame: object) -> None:
-        if os.getpid() != owner:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-
-
 class CalibrateUsageError(UsageError):
     """A flag or the spec cannot be used (exit status 2)."""
 
@@ -137,8 +116,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         summary,
         to_toml,
     )
-    from testbed.experiment.paired.run import ExperimentError
-    from testbed.experiment.paired.spec import SpecError, load_experiment
+    from testbed.experiment.fields import SpecError
+    from testbed.experiment.harness import LiveError
+    from testbed.experiment.harness.cluster import host_cores, sigterm_as_interrupt
+    from testbed.experiment.paired.spec import read_experiment
 
     if args.repeats < 3:
         raise CalibrateUsageError(
@@ -158,7 +139,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     spec_path = args.spec or DEFAULT_SPEC
     try:
-        spec = load_experiment(spec_path)
+        spec = read_experiment(spec_path)
     except (SpecError, OSError) as exc:
         raise CalibrateUsageError(str(exc), fix="give a paired-vs-gang spec with --spec") from None
     if spec.sweep is not None:
@@ -166,8 +147,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"{spec_path} is a sweep; give one configuration, e.g. "
             "experiments/paired-vs-gang-2node.toml"
         )
-    from testbed.experiment.paired.run import host_cores
-
     spec = spec.with_cores(host_cores())
     changes: dict[str, Any] = {
         "duration": args.duration,
@@ -189,10 +168,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CalibrateUsageError("--quantum must be >= 0.01 s")
     cfg = CalibrationConfig.from_spec(spec, **changes)
     out = args.out or DEFAULT_OUT
-    _terminate_as_interrupt()
+    sigterm_as_interrupt()
     try:
         cal = run_calibration(cfg, reuse_cluster=args.reuse_cluster)
-    except ExperimentError as exc:
+    except LiveError as exc:
         raise CoschedError(str(exc)) from None
     print()
     print(summary(cal))

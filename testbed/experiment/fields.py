@@ -165,7 +165,7 @@ class Table:
         value = self.get(key, _NUMBER, default)
         if key in self.data:
             self._bounds(key, value, minimum, maximum, above, below)
-        return value if value is None else float(value)  # type: ignore[no-any-return]
+        return value if value is None else float(value)  # type: ignore[return-value]
 
     def _bounds(
         self, key: str, v: float, lo: float | None, hi: float | None, gt: float | None,

@@ -83,8 +83,14 @@ def _rajaei_live(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "spec": spec_doc(REPO / str(doc["spec"]))}
 
 
+def _paired(doc: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 says which of the two a paired-live file holds; older files did not."""
+    return {"sweep": doc} if "points" in doc else {"result": doc}
+
+
 #: per kind, the one change an older file's data needs to be read as schema 1
 UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "paired-live": _paired,
     "rajaei-live": _rajaei_live,
 }
 
@@ -108,7 +114,8 @@ def migrate(doc: Any, kind: str, command: str | None, origin: Path) -> Results:
     note = f"migrated from a results.json written before schema 1; {how}" + (
         f"; the data were first committed in {added}" if added else ""
     )
-    data = UPGRADES.get(kind, lambda d: d)(doc)
+    upgrade = UPGRADES.get(kind)
+    data = upgrade(doc) if upgrade is not None else doc
     made = Made(
         command=command, commit=_first(rec["commit"]), tree_modified=rec["tree"],
         date=str(rec["date"] or ""), host=rec["host"], recorded=False, note=note,

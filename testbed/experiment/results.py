@@ -91,6 +91,15 @@ def _git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+def repo_relative(path: str | Path) -> str:
+    """``path`` relative to the repository when it is inside it (results name files the
+    same on every checkout), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def cgroup_mode() -> str:
     """v1, hybrid or v2, as the cgroup layer reads this host's mounts ("unknown" if it cannot)."""
     try:
@@ -122,15 +131,17 @@ def made_now(command: str) -> Made:
     )
 
 
-def dumps(results: Results, dump_data: Callable[[Any], str] | None = None) -> str:
+def dumps(results: Results, dump_data: Callable[[Any], str | None] | None = None) -> str:
     """The file's text: the envelope, then ``data`` as the study lays it out (its own
     ``dump_data`` keeps a large file diffable), or indented JSON."""
     head = {"kind": results.kind, "schema": results.schema, "made": asdict(results.made)}
-    data = dump_data(results.data) if dump_data else json.dumps(results.data, indent=1)
+    data = (dump_data(results.data) if dump_data else None) or json.dumps(results.data, indent=1)
     return json.dumps(head, indent=1)[:-2] + ',\n "data": ' + data + "\n}\n"
 
 
-def write(path: Path, results: Results, dump_data: Callable[[Any], str] | None = None) -> Path:
+def write(
+    path: Path, results: Results, dump_data: Callable[[Any], str | None] | None = None
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(dumps(results, dump_data))

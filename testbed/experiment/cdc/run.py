@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -37,15 +36,11 @@ from testbed.experiment.cdc.stream import (
     mean,
     utilization,
 )
-from testbed.experiment.paired.run import (
-    TERMINAL,
-    ExperimentError,
-    Say,
-    _cluster,
-    _last_json,
-    _stop,
-    _wait_socket,
-)
+from testbed.experiment.harness import LiveError
+from testbed.experiment.harness import jobs as harness_jobs
+from testbed.experiment.harness.cluster import Say, local_cluster, require_root
+from testbed.experiment.harness.controller import controller
+from testbed.experiment.harness.loopcost import ns_per_iteration
 
 REPO = Path(__file__).resolve().parents[3]
 NEEDED_FLAGS = ("--comm", "--msg-bytes", "--comm-rounds")
@@ -121,52 +116,41 @@ class StreamResult:
         )
 
 
-def _synthetic(python: str, flag: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [python, "-m", "apps.synthetic", flag],
+def check_synthetic(python: str = sys.executable) -> None:
+    """The synthetic program must have its communication phases (apps/synthetic.py)."""
+    proc = subprocess.run(
+        [python, "-m", "apps.synthetic", "--help"],
         capture_output=True,
         text=True,
         cwd=REPO,
         check=False,
     )
-
-
-def check_synthetic(python: str = sys.executable) -> None:
-    """The synthetic program must have its communication phases (apps/synthetic.py)."""
-    proc = _synthetic(python, "--help")
     missing = [f for f in NEEDED_FLAGS if f not in proc.stdout]
     if proc.returncode != 0 or missing:
-        raise ExperimentError(
+        raise LiveError(
             f"apps/synthetic.py has no {', '.join(missing) or 'usable --help'}: the job streams"
             " need its communication phases (the message library); update the tree"
         )
 
 
-def calibrate(python: str = sys.executable) -> float:
-    """ns per compute iteration of the synthetic program on this host."""
-    proc = _synthetic(python, "--calibrate")
-    for line in reversed(proc.stdout.splitlines()):
-        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError, ValueError):
-            value = float(json.loads(line)["ns_per_iteration"])
-            if value > 0:
-                return value
-    raise ExperimentError(f"synthetic --calibrate gave no ns_per_iteration: {proc.stderr[-300:]}")
-
-
 def run_streams(
-    spec: StreamSpec, out: Path, *, reuse_cluster: bool = False, say: Say = print
+    spec: StreamSpec,
+    out: Path,
+    *,
+    reuse_cluster: bool = False,
+    say: Say = print,
+    save: Any = None,
 ) -> StreamResult:
-    if os.geteuid() != 0:
-        raise ExperimentError(
-            "the live experiment needs root (network namespaces, cgroups): run it with sudo"
-        )
+    """Every (scheme, load, MPL) of the spec; ``save(result)`` after every run, so a long
+    experiment that fails keeps what it measured."""
+    require_root()
     check_synthetic()
     out.mkdir(parents=True, exist_ok=True)
-    ns = calibrate()
+    ns = ns_per_iteration()
     say(f"synthetic program: {ns:.1f} ns per compute iteration on this host")
     plan = spec.runs()
     result = StreamResult(spec=spec.to_dict(), cluster={}, runs=[], ns_per_iteration=ns)
-    with _cluster(spec, reuse_cluster, say) as cluster:
+    with local_cluster(spec, reuse_cluster, say) as cluster:
         result.cluster = cluster
         agents = _agents(cluster["state"])
         for k, (scheme, load, mpl) in enumerate(plan, start=1):
@@ -175,12 +159,21 @@ def run_streams(
                 f"[{k}/{len(plan)}] {scheme}, {load} load (mean interarrival "
                 f"{spec.mean_interarrival(load):.2f} s), MPL {mpl}: {len(jobs)} jobs"
             )
-            run = _run_one(spec, scheme, load, mpl, jobs, ns, cluster, agents,
-                           out / f"{scheme}-{load}-mpl{mpl}")  # fmt: skip
+            run = _run_one(
+                spec,
+                scheme,
+                load,
+                mpl,
+                jobs,
+                ns,
+                cluster,
+                agents,
+                out / f"{scheme}-{load}-mpl{mpl}",
+            )
             result.runs.append(run)
             say("    " + one_line(run))
-            (out / "results.json").write_text(result.to_json() + "\n")  # partial results survive
-    (out / "results.json").write_text(result.to_json() + "\n")
+            if save is not None:
+                save(result)  # partial results survive
     return result
 
 
@@ -240,23 +233,18 @@ def _cdc_snapshot(agents: _Agents) -> dict[str, dict[str, Any] | None]:
     return out
 
 
-def _controller_cmd(
-    spec: StreamSpec, scheme: str, mpl: int, cluster: dict[str, Any], run_dir: Path
-) -> list[str]:
-    cmd = [
-        sys.executable, "-m", "controller",
-        "--policy", scheme,
-        "--quantum", str(spec.quantum),
-        "--tick-ms", f"{spec.tick_ms:g}",
-        "--spin-us", f"{spec.spin_us:g}",
-        "--boost", spec.boost,
-        "--cluster-state", cluster["state"],
-        "--run-dir", str(run_dir),
-        "--log-level", "WARNING",
-    ]  # fmt: skip
+def _controller_args(spec: StreamSpec, scheme: str, mpl: int) -> list[str]:
+    args = [
+        "--tick-ms",
+        f"{spec.tick_ms:g}",
+        "--spin-us",
+        f"{spec.spin_us:g}",
+        "--boost",
+        spec.boost,
+    ]
     if scheme != "batch":
-        cmd += ["--mpl", str(mpl)]
-    return cmd
+        args += ["--mpl", str(mpl)]
+    return args
 
 
 def _run_one(
@@ -270,22 +258,11 @@ def _run_one(
     agents: _Agents,
     run_dir: Path,
 ) -> StreamRun:
-    from controller.client import ControllerClient, ControllerError
-
-    run_dir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
-    with (run_dir / "controller.log").open("w") as log:
-        proc = subprocess.Popen(
-            _controller_cmd(spec, scheme, mpl, cluster, run_dir),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    client = ControllerClient(str(run_dir / "controller.sock"), retry=20.0, timeout=10.0)
     ids: dict[int, StreamJob] = {}
-    killed = 0
-    try:
-        _wait_socket(run_dir / "controller.sock", proc)
+    with controller(
+        cluster["state"], scheme, spec.quantum, run_dir, args=_controller_args(spec, scheme, mpl)
+    ) as client:
         status = client.request("status")  # the agents were told the scheme before it served
         before = _cdc_snapshot(agents)
         t0 = time.monotonic()
@@ -293,20 +270,10 @@ def _run_one(
             delay = t0 + job.arrival_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            res = client.request(
-                "submit",
-                spec={"name": job.name, "size": job.size, "argv": job.argv(ns),
-                      "class": "production", "cwd": str(REPO)},
-            )  # fmt: skip
-            ids[int(res["job_id"])] = job
-        records, killed = _drain(client, ids, spec.drain_timeout)
+            ids[harness_jobs.submit(client, job.name, job.size, job.argv(ns))] = job
+        records, killed = harness_jobs.drain(client, list(ids), spec.drain_timeout)
         after = _cdc_snapshot(agents)
         results = [_job_result(client, jid, job, records.get(jid)) for jid, job in ids.items()]
-        with contextlib.suppress(ControllerError, OSError):
-            client.request("shutdown", checkpoint=False)
-    finally:
-        client.close()
-        _stop(proc)
     return StreamRun(
         scheme=scheme,
         load=load,
@@ -318,29 +285,6 @@ def _run_one(
         killed=killed,
         wall_seconds=time.monotonic() - began,
     )
-
-
-def _drain(
-    client: Any, ids: dict[int, StreamJob], timeout: float
-) -> tuple[dict[int, dict[str, Any]], int]:
-    """Wait for every job to end; kill what still runs after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    killed = 0
-    while True:
-        records = {int(r["job_id"]): r for r in client.request("jobs", all=True)}
-        mine = {j: records[j] for j in ids if j in records}
-        if all(r["state"] in TERMINAL for r in mine.values()):
-            return mine, killed
-        if time.monotonic() > deadline:
-            if killed:
-                return mine, killed  # killed, yet not ended: give up on them
-            for j, r in mine.items():
-                if r["state"] not in TERMINAL:
-                    with contextlib.suppress(Exception):
-                        client.request("kill", job_id=j)
-                        killed += 1
-            deadline = time.monotonic() + 30.0  # one kill round, then wait for the ends
-        time.sleep(0.25)
 
 
 def _job_result(
@@ -363,5 +307,5 @@ def _job_result(
                 text = path.read_text(errors="replace")
                 out.verified = "Verification    =  VERIFIED" in text.rsplit("NAS Parallel", 1)[-1]
             else:
-                out.report = _last_json(path)
+                out.report = harness_jobs.last_json(path)
     return out

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from apps.npb import KERNELS
+from testbed.experiment.fields import Table
 
 COMMS = ("nn", "a2a", "allreduce", "none")
 #: Yu & Byun 2011 Table 3: which applications each workload mixes.
@@ -59,10 +60,6 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
 PROGRAMS = ("synthetic", "npb")
 SCHEMES = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 BOOSTS = ("weight", "freeze")
-
-
-class StreamSpecError(ValueError):
-    """A malformed job-stream spec (one line: where, what, how to fix)."""
 
 
 @dataclass(frozen=True)
@@ -123,19 +120,27 @@ class StreamJob:
         m = self.message
         rounds = 0 if m.comm == "none" else self.comm_rounds
         return [
-            python, "-m", "apps.synthetic",
-            "--iterations", str(self.iterations),
-            "--gcomp", str(self.gcomp(ns_per_iteration)),
-            "--comm", m.comm,
-            "--msg-bytes", str(m.nbytes),
-            "--comm-rounds", str(rounds),
-            "--connect-timeout", "120",
-        ]  # fmt: skip
+            python,
+            "-m",
+            "apps.synthetic",
+            "--iterations",
+            str(self.iterations),
+            "--gcomp",
+            str(self.gcomp(ns_per_iteration)),
+            "--comm",
+            m.comm,
+            "--msg-bytes",
+            str(m.nbytes),
+            "--comm-rounds",
+            str(rounds),
+            "--connect-timeout",
+            "120",
+        ]
 
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """A ``kind = "job-stream"`` experiment (experiments/cdc-policies.toml)."""
+    """A ``cdc-live`` study's spec (experiments/cdc-policies.toml)."""
 
     name: str
     path: Path
@@ -424,262 +429,156 @@ def mean(values: Sequence[float | None]) -> float | None:
 
 # ---- the spec's TOML ---------------------------------------------------------------------
 
+_APP_KEYS = {
+    "intensity",
+    "pattern",
+    "paper_sizes",
+    "compute_ms",
+    "comm_rounds",
+    "comm_share",
+    "messages",
+    "npb_reps",
+}
+_EXPERIMENT = {
+    "name",
+    "schemes",
+    "loads",
+    "mpls",
+    "mpl_loads",
+    "jobs",
+    "seed",
+    "job_seconds",
+    "paper_job_seconds",
+    "drain_timeout",
+    "workload",
+    "programs",
+    "npb_class",
+}
+_QUICK = {"schemes", "loads", "mpls", "jobs", "job_seconds", "drain_timeout"}
 
-def _get(
-    table: Mapping[str, Any],
-    key: str,
-    kind: type | tuple[type, ...],
-    where: str,
-    default: Any = ...,
-) -> Any:
-    if key not in table:
-        if default is ...:
-            raise StreamSpecError(f"{where}.{key}: missing; add `{key} = ...`")
-        return default
-    value = table[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kind):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise StreamSpecError(f"{where}.{key}: expected {names}, got {value!r}")
-    return value
 
-
-def _check_keys(table: Mapping[str, Any], known: set[str], where: str) -> None:
-    for key in table:
-        if key not in known:
-            raise StreamSpecError(
-                f"{where}.{key}: unknown key; valid keys: {', '.join(sorted(known))}"
-            )
-
-
-def _app(name: str, t: Mapping[str, Any], where: str) -> App:
-    _check_keys(
-        t,
-        {
-            "intensity",
-            "pattern",
-            "paper_sizes",
-            "compute_ms",
-            "comm_rounds",
-            "comm_share",
-            "messages",
-            "npb_reps",
-        },
-        where,
-    )
-    sizes = _get(t, "paper_sizes", list, where)
-    if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
-        raise StreamSpecError(
-            f"{where}.paper_sizes: a list of process counts >= 1, e.g. [4, 8, 16]"
-        )
-    msgs_raw = _get(t, "messages", list, where)
+def _app(name: str, t: Table) -> App:
+    t.only(_APP_KEYS)
+    sizes = t.items("paper_sizes", int, minimum=1, example="[4, 8, 16]")
+    raw = t.get("messages", list)
     msgs = []
-    for i, m in enumerate(msgs_raw):
-        w = f"{where}.messages[{i}]"
+    for i, m in enumerate(raw):
         if not isinstance(m, dict):
-            raise StreamSpecError(f'{w}: a table like {{comm = "nn", bytes = 8, share = 50}}')
-        _check_keys(m, {"comm", "bytes", "share"}, w)
-        comm = _get(m, "comm", str, w)
-        if comm not in COMMS:
-            raise StreamSpecError(f"{w}.comm: one of {', '.join(COMMS)}, got {comm!r}")
-        nbytes = _get(m, "bytes", int, w)
-        share = float(_get(m, "share", (int, float), w, 1.0))
-        if nbytes < 0 or share <= 0:
-            raise StreamSpecError(f"{w}: bytes must be >= 0 and share > 0")
-        msgs.append(Message(comm, nbytes, share))
-    if not msgs:
-        raise StreamSpecError(f"{where}.messages: at least one message option")
-    app = App(
-        name=name,
-        intensity=_get(t, "intensity", str, where, ""),
-        pattern=_get(t, "pattern", str, where, ""),
-        paper_sizes=tuple(sizes),
-        compute_ms=float(_get(t, "compute_ms", (int, float), where)),
-        comm_rounds=_get(t, "comm_rounds", int, where, 1),
-        comm_share=float(_get(t, "comm_share", (int, float), where, 0.0)),
-        messages=tuple(msgs),
-        npb_reps=_get(t, "npb_reps", int, where, 1),
-    )
-    if app.npb_reps < 1:
-        raise StreamSpecError(f"{where}.npb_reps: repetitions per job, >= 1")
-    if app.compute_ms <= 0 or app.comm_rounds < 0 or not 0 <= app.comm_share < 1:
-        raise StreamSpecError(f"{where}: compute_ms > 0, comm_rounds >= 0, 0 <= comm_share < 1")
-    return app
-
-
-def load_stream_spec(doc: Mapping[str, Any], path: Path) -> StreamSpec:
-    """Build a :class:`StreamSpec` from a parsed TOML document (``kind = "job-stream"``)."""
-    origin = str(path)
-
-    def table(name: str) -> Mapping[str, Any]:
-        t = doc.get(name, {})
-        if not isinstance(t, dict):
-            raise StreamSpecError(f"{origin}: [{name}] must be a table")
-        return t
-
-    exp, cl, ctl, loads, mapping, quick = (
-        table(n) for n in ("experiment", "cluster", "controller", "loads", "mapping", "quick")
-    )
-    apps_t = table("apps")
-    w = f"{origin}: [experiment]"
-    _check_keys(
-        exp,
-        {"name", "kind", "schemes", "loads", "mpls", "mpl_loads", "jobs", "seed",
-         "job_seconds", "paper_job_seconds", "drain_timeout", "workload", "programs",
-         "npb_class"},
-        w,
-    )  # fmt: skip
-    schemes = tuple(_get(exp, "schemes", list, w, list(SCHEMES)))
-    for s in schemes:
-        if s not in SCHEMES:
-            raise StreamSpecError(f"{w}.schemes: unknown {s!r}; valid: {', '.join(SCHEMES)}")
-    if not loads:
-        raise StreamSpecError(
-            f"{origin}: [loads] missing: name = mean interarrival s, e.g. heavy = 40.75"
+            raise t.error(f"messages[{i}]", 'a table like {comm = "nn", bytes = 8, share = 50}')
+        mt = Table(t.path, f"{t.name}.messages[{i}]", m)
+        mt.only({"comm", "bytes", "share"})
+        msgs.append(
+            Message(
+                mt.text("comm", choices=COMMS),
+                mt.integer("bytes", minimum=0),
+                mt.number("share", 1.0, above=0),
+            )
         )
-    load_means: dict[str, float] = {}
-    for k, v in loads.items():
-        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-            raise StreamSpecError(f"{origin}: [loads].{k}: a mean interarrival time > 0 s")
-        load_means[k] = float(v)
-    run_loads = tuple(_get(exp, "loads", list, w, list(load_means)))
-    for ld in run_loads:
-        if ld not in load_means:
-            raise StreamSpecError(
-                f"{w}.loads: unknown {ld!r}; defined in [loads]: {', '.join(load_means)}"
-            )
-    mpls = tuple(_get(exp, "mpls", list, w, [5]))
-    if not mpls or any(
-        isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 64 for m in mpls
-    ):
-        raise StreamSpecError(f"{w}.mpls: a list of MPLs in 1..64, e.g. [3, 5]")
-    mpl_loads_raw = exp.get("mpl_loads")
-    mpl_loads: tuple[str, ...] | None = None
-    if mpl_loads_raw is not None:
-        if not isinstance(mpl_loads_raw, list) or any(x not in load_means for x in mpl_loads_raw):
-            raise StreamSpecError(
-                f"{w}.mpl_loads: a list of loads from [loads] ({', '.join(load_means)})"
-            )
-        mpl_loads = tuple(mpl_loads_raw)
-    jobs = _get(exp, "jobs", int, w, 30)
-    if jobs < 1:
-        raise StreamSpecError(f"{w}.jobs: must be >= 1")
-    job_seconds = float(_get(exp, "job_seconds", (int, float), w, 8.0))
-    paper_job_seconds = float(_get(exp, "paper_job_seconds", (int, float), w, 69.5))
-    drain = float(_get(exp, "drain_timeout", (int, float), w, 900.0))
-    if job_seconds <= 0 or paper_job_seconds <= 0 or drain <= 0:
-        raise StreamSpecError(f"{w}: job_seconds, paper_job_seconds and drain_timeout must be > 0")
-    wm = f"{origin}: [mapping]"
-    _check_keys(mapping, {"paper_nodes", "min_ranks"}, wm)
-    if not apps_t:
-        raise StreamSpecError(f"{origin}: no [apps.NAME] tables; see experiments/cdc-policies.toml")
-    apps = tuple(
-        _app(n, t, f"{origin}: [apps.{n}]") for n, t in apps_t.items() if isinstance(t, dict)
+    if not msgs:
+        raise t.error("messages", "at least one message option")
+    return App(
+        name=name,
+        intensity=t.text("intensity", ""),
+        pattern=t.text("pattern", ""),
+        paper_sizes=tuple(sizes),
+        compute_ms=t.number("compute_ms", above=0),
+        comm_rounds=t.integer("comm_rounds", 1, minimum=0),
+        comm_share=t.number("comm_share", 0.0, minimum=0, below=1),
+        messages=tuple(msgs),
+        npb_reps=t.integer("npb_reps", 1, minimum=1),
     )
-    workload = _get(exp, "workload", str, w, "")  # "": every [apps.NAME] of the spec
+
+
+def load_stream_spec(doc: Table) -> StreamSpec:
+    """A ``cdc-live`` spec (experiments/cdc-policies.toml): every problem one line."""
+    exp = doc.table("experiment", required=True)
+    cl, ctl, loads, mapping, quick, apps_t = (
+        doc.table(n) for n in ("cluster", "controller", "loads", "mapping", "quick", "apps")
+    )
+    exp.only(_EXPERIMENT)
+    if not loads.data:
+        raise doc.error(
+            None, "[loads] missing", fix="name = mean interarrival s, e.g. heavy = 40.75"
+        )
+    load_means = {k: loads.number(k, above=0) for k in loads.data}
+    schemes = tuple(exp.items("schemes", str, list(SCHEMES), choices=SCHEMES))
+    run_loads = tuple(exp.items("loads", str, list(load_means), choices=tuple(load_means)))
+    mpls = tuple(exp.items("mpls", int, [5], minimum=1, maximum=64, example="[3, 5]"))
+    mpl_loads = (
+        tuple(exp.items("mpl_loads", str, choices=tuple(load_means)))
+        if exp.has("mpl_loads")
+        else None
+    )
+    mapping.only({"paper_nodes", "min_ranks"})
+    if not apps_t.data:
+        raise doc.error(None, "no [apps.NAME] tables", fix="see experiments/cdc-policies.toml")
+    apps = tuple(_app(n, apps_t.table(n)) for n, v in apps_t.data.items() if isinstance(v, dict))
+    workload = exp.text("workload", "")  # "": every [apps.NAME] of the spec
     if workload:
         if workload not in WORKLOADS:
-            raise StreamSpecError(
-                f"{w}.workload: unknown {workload!r}; Yu & Byun 2011 Table 3 has "
-                f"{', '.join(WORKLOADS)}"
+            raise exp.error(
+                "workload",
+                f"unknown {workload!r}; Yu & Byun 2011 Table 3 has {', '.join(WORKLOADS)}",
             )
         have = {a.name for a in apps}
         missing = [a for a in WORKLOADS[workload] if a not in have]
         if missing:
-            raise StreamSpecError(
-                f"{w}.workload: {workload} mixes {', '.join(WORKLOADS[workload])}; add "
-                + ", ".join(f"[apps.{a}]" for a in missing)
+            raise exp.error(
+                "workload",
+                f"{workload} mixes {', '.join(WORKLOADS[workload])}",
+                fix="add " + ", ".join(f"[apps.{a}]" for a in missing),
             )
         apps = tuple(a for a in apps if a.name in WORKLOADS[workload])
-    program = _get(exp, "programs", str, w, "synthetic")
-    if program not in PROGRAMS:
-        raise StreamSpecError(f"{w}.programs: one of {', '.join(PROGRAMS)}, got {program!r}")
-    npb_class = _get(exp, "npb_class", str, w, "S")
+    program = exp.text("programs", "synthetic", choices=PROGRAMS)
+    npb_class = exp.text("npb_class", "S")
     if program == "npb":
         for a in apps:
             if a.name not in KERNELS:
-                raise StreamSpecError(
-                    f"{w}.programs = npb: [apps.{a.name}] is not a kernel ({', '.join(KERNELS)})"
+                raise exp.error(
+                    "programs", f"npb: [apps.{a.name}] is not a kernel ({', '.join(KERNELS)})"
                 )
             if npb_class not in KERNELS[a.name].classes:
-                raise StreamSpecError(f"{w}.npb_class: {a.name} has no class {npb_class!r}")
-    wc = f"{origin}: [cluster]"
-    _check_keys(
-        cl, {"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"}, wc
-    )
-    nodes = _get(cl, "nodes", int, wc, 4)
-    if nodes < 1:
-        raise StreamSpecError(f"{wc}.nodes: must be >= 1")
-    cpus = cl.get("cpus_per_node")
-    if cpus is not None and (
-        isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus <= 0
-    ):
-        raise StreamSpecError(f"{wc}.cpus_per_node: a number > 0, e.g. 0.5")
-    cgroup = _get(cl, "cgroup", str, wc, "auto")
-    if cgroup not in ("auto", "v1", "v2"):
-        raise StreamSpecError(f"{wc}.cgroup: must be auto, v1 or v2, got {cgroup!r}")
-    wt = f"{origin}: [controller]"
-    _check_keys(ctl, {"quantum", "tick_ms", "spin_us", "boost"}, wt)
-    quantum = float(_get(ctl, "quantum", (int, float), wt, 0.1))
-    boost = _get(ctl, "boost", str, wt, "weight")
-    if quantum < 0.01:
-        raise StreamSpecError(f"{wt}.quantum: must be >= 0.01 s")
-    if boost not in BOOSTS:
-        raise StreamSpecError(f"{wt}.boost: one of {', '.join(BOOSTS)}, got {boost!r}")
-    wq = f"{origin}: [quick]"
-    _check_keys(quick, {"schemes", "loads", "mpls", "jobs", "job_seconds", "drain_timeout"}, wq)
+                raise exp.error("npb_class", f"{a.name} has no class {npb_class!r}")
+    cl.only({"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"})
+    cpus = cl.number("cpus_per_node", None, above=0) if cl.has("cpus_per_node") else None
+    ctl.only({"quantum", "tick_ms", "spin_us", "boost"})
+    quick.only(_QUICK)
     spec = StreamSpec(
-        name=_get(exp, "name", str, w, path.stem),
-        path=path,
+        name=exp.text("name", doc.path.stem),
+        path=doc.path,
         schemes=schemes,
         loads=run_loads,
         load_means=load_means,
         mpls=mpls,
-        jobs=jobs,
-        seed=_get(exp, "seed", int, w, 2002),
-        job_seconds=job_seconds,
-        paper_job_seconds=paper_job_seconds,
-        paper_nodes=_get(mapping, "paper_nodes", int, wm, 16),
-        min_ranks=_get(mapping, "min_ranks", int, wm, 2),
+        jobs=exp.integer("jobs", 30, minimum=1),
+        seed=exp.integer("seed", 2002),
+        job_seconds=exp.number("job_seconds", 8.0, above=0),
+        paper_job_seconds=exp.number("paper_job_seconds", 69.5, above=0),
+        paper_nodes=mapping.integer("paper_nodes", 16, minimum=1),
+        min_ranks=mapping.integer("min_ranks", 2, minimum=1),
         apps=apps,
-        nodes=nodes,
-        link=_get(cl, "link", str, wc, "myrinet"),
-        cpus_per_node=float(cpus) if cpus is not None else None,
-        cpu_mechanism=_get(cl, "cpu_mechanism", str, wc, "auto"),
-        cfs_period_us=_get(cl, "cfs_period_us", int, wc, 10_000),
-        cgroup=cgroup,
-        quantum=quantum,
-        tick_ms=float(_get(ctl, "tick_ms", (int, float), wt, 10.0)),
-        spin_us=float(_get(ctl, "spin_us", (int, float), wt, 150.0)),
-        boost=boost,
-        drain_timeout=drain,
-        quick=dict(quick),
+        nodes=cl.integer("nodes", 4, minimum=1),
+        link=cl.text("link", "myrinet"),
+        cpus_per_node=cpus,
+        cpu_mechanism=cl.text("cpu_mechanism", "auto"),
+        cfs_period_us=cl.integer("cfs_period_us", 10_000, minimum=1),
+        cgroup=cl.text("cgroup", "auto", choices=("auto", "v1", "v2")),
+        quantum=ctl.number("quantum", 0.1, minimum=0.01),
+        tick_ms=ctl.number("tick_ms", 10.0, above=0),
+        spin_us=ctl.number("spin_us", 150.0, minimum=0),
+        boost=ctl.text("boost", "weight", choices=BOOSTS),
+        drain_timeout=exp.number("drain_timeout", 900.0, above=0),
+        quick=dict(quick.data),
         mpl_loads=mpl_loads,
         workload=workload,
         program=program,
         npb_class=npb_class,
     )
-    # the [quick] table's values must have the types of the keys they replace
-    for k, want in (("schemes", list), ("loads", list), ("mpls", list), ("jobs", int),
-                    ("job_seconds", (int, float)), ("drain_timeout", (int, float))):  # fmt: skip
-        if k in quick:
-            v = _get(quick, k, want, wq)
-            if k == "mpls" and (
-                not v
-                or any(isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 64 for m in v)
-            ):
-                raise StreamSpecError(f"{wq}.mpls: a list of MPLs in 1..64, e.g. [5]")
-            if k in ("schemes", "loads") and not all(isinstance(x, str) for x in v):
-                raise StreamSpecError(f"{wq}.{k}: a list of names")
-            if k != "mpls" and not isinstance(v, list) and v <= 0:
-                raise StreamSpecError(f"{wq}.{k}: must be > 0")
-    q = spec.quick_version()  # the quick table must name known things too
-    for s in q.schemes:
-        if s not in SCHEMES:
-            raise StreamSpecError(f"{wq}.schemes: unknown {s!r}; valid: {', '.join(SCHEMES)}")
-    for ld in q.loads:
-        if ld not in load_means:
-            raise StreamSpecError(
-                f"{wq}.loads: unknown {ld!r}; defined in [loads]: {', '.join(load_means)}"
-            )
+    # the [quick] table's values must have the types and names of the keys they replace
+    quick.items("schemes", str, [], choices=SCHEMES)
+    quick.items("loads", str, [], choices=tuple(load_means))
+    quick.items("mpls", int, [5], minimum=1, maximum=64, example="[5]")
+    quick.integer("jobs", 1, minimum=1)
+    quick.number("job_seconds", 1.0, above=0)
+    quick.number("drain_timeout", 1.0, above=0)
     return spec

@@ -163,6 +163,64 @@ def claims(points: Points, meta: dict[str, Any]) -> list[Claim]:
                     f"±{TABLE1_TOLERANCE:.0%} at load 0.645",
                 )
             )
+    if _fam(points, "balancing-any"):
+        sc = {b: per_seed(points, "balancing-any", b) for b in BALANCING}
+        best = [min(v) for v in zip(sc["cube"], sc["root"], strict=True)]
+        rest = [min(v) for v in zip(sc["ring"], sc["random"], sc["none"], strict=True)]
+        out.append(
+            _claim(
+                "fr1996/fig2/cube-root-best",
+                "§3.2, Fig. 2",
+                "with requests from any thread, the cube pattern and mapping through the root are "
+                "best",
+                "mean median slowdown (loads <= 0.7): "
+                + ", ".join(f"{b} {_fmt(_m(sc[b]))}" for b in BALANCING),
+                _diff(rest, best),
+            )
+        )
+        explicit = [max(v) for v in zip(sc["ring"], sc["cube"], sc["root"], strict=True)]
+        out.append(
+            _claim(
+                "fr1996/fig2/random-poor",
+                "§3.2, Fig. 2",
+                "random placement performs poorly relative to explicit load balancing",
+                f"random {_fmt(_m(sc['random']))} vs the worst of ring, cube, root "
+                f"{_fmt(_m(explicit))}",
+                _diff(sc["random"], explicit),
+            )
+        )
+        worst = [max(v) for v in zip(*(sc[b] for b in BALANCING if b != "none"), strict=True)]
+        out.append(
+            _claim(
+                "fr1996/fig2/balancing-helps",
+                "§3.2, Fig. 2",
+                "all load balancing schemes are slightly better than no load balancing",
+                f"none {_fmt(_m(sc['none']))} vs the worst balanced {_fmt(_m(worst))}",
+                _diff(sc["none"], worst),
+            )
+        )
+    if _fam(points, "balancing-pe0"):
+        sc0 = {b: per_seed(points, "balancing-pe0", b, 0.5) for b in BALANCING}
+        out.append(
+            _claim(
+                "fr1996/fig3/cube-vs-ring",
+                "§3.2, Fig. 3",
+                "with every request from PE #1, cube connections are (slightly) better than ring",
+                f"mean median slowdown (loads <= 0.5): cube {_fmt(_m(sc0['cube']))}, ring "
+                f"{_fmt(_m(sc0['ring']))}",
+                _diff(sc0["ring"], sc0["cube"]),
+            )
+        )
+        out.append(
+            _claim(
+                "fr1996/fig3/root-best",
+                "§3.2, Fig. 3",
+                "both load balancing schemes are noticeably inferior to mapping through the root",
+                f"root {_fmt(_m(sc0['root']))} vs the better of cube and ring "
+                f"{_fmt(_m([min(v) for v in zip(sc0['cube'], sc0['ring'], strict=True)]))}",
+                _diff([min(v) for v in zip(sc0["cube"], sc0["ring"], strict=True)], sc0["root"]),
+            )
+        )
     if _fam(points, "balancing-pe0"):
         none = per_seed(points, "balancing-pe0", "none", 0.5)
         best = [
@@ -254,6 +312,52 @@ def claims(points: Points, meta: dict[str, Any]) -> list[Claim]:
                     "selective disabling",
                     f"{_m(small):.2f} vs {_m(large):.2f} (weight/uniform)",
                     _diff(small, large),
+                )
+            )
+        low_uu = [
+            sum(p["rf_hist"][:3])
+            for p in (
+                at_load(
+                    [q for q in points if q["seed"] == s], "algorithms", "uniform/uniform", 0.515
+                )
+                for s in ss
+            )
+            if p
+        ]
+        low_wu = [
+            sum(p["rf_hist"][:3])
+            for p in (
+                at_load(
+                    [q for q in points if q["seed"] == s], "algorithms", "weight/uniform", 0.515
+                )
+                for s in ss
+            )
+            if p
+        ]
+        if low_uu and len(low_uu) == len(low_wu):
+            out.append(
+                _claim(
+                    "fr1996/fig10",
+                    "§3.4, Fig. 10",
+                    "uniform/uniform scheduling is more likely to give low run fractions",
+                    f"share of gangs with run fraction < 0.3 at load ~0.515: uniform/uniform "
+                    f"{_m(low_uu):.2f}, weight/uniform {_m(low_wu):.2f}",
+                    _diff(low_uu, low_wu),
+                )
+            )
+        wu_any = at_load(points, "algorithms", "weight/uniform", 0.515)
+        if wu_any and wu_any.get("rf_by_exec"):
+            vals = [v for v in wu_any["rf_by_exec"].values() if v is not None]
+            spread = (max(vals) - min(vals)) / min(vals) if vals and min(vals) > 0 else math.inf
+            out.append(
+                _value_claim(
+                    "fr1996/s3.4/exec-time",
+                    "§3.4",
+                    "a gang's execution time does not influence its run fraction",
+                    "run fraction by execution-time bucket (weight/uniform, load ~0.515): "
+                    + ", ".join(f"{k} {v:.2f}" for k, v in wu_any["rf_by_exec"].items()),
+                    spread <= 0.15,
+                    "15 % of each other",
                 )
             )
         uu, wu = (per_seed(points, "algorithms", a) for a in ("uniform/uniform", "weight/uniform"))

@@ -1,4 +1,6 @@
-"""Calibrate the simulator's execution model on the live cluster (issue 11, item 4).
+"""``cosched calibrate``: the simulator's execution model measured on the live cluster (issue 11,
+item 4). "Calibration" in cosched means this and only this: the model's interference and
+context switch, written to experiments/calibration.toml and read by testbed/sim/calibration.py.
 
 testbed/sim/execution.py assumes that a process sharing its node with
 another progresses at ``(1 - interference) / max(1, Σu)`` of its dedicated
@@ -47,19 +49,16 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.harness import hostload
-from testbed.experiment.paired.run import (
-    ExperimentError,
-    Say,
-    _cluster,
-    _last_json,
-    run_controlled,
-)
+from testbed.experiment.harness import LiveError, hostload
+from testbed.experiment.harness.cluster import Say, cluster_cpu_reader, local_cluster
+from testbed.experiment.harness.jobs import last_json
+from testbed.experiment.harness.loopcost import ns_per_iteration
+from testbed.experiment.paired.run import run_controlled
 from testbed.experiment.paired.spec import AppParams, ExperimentSpec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -349,7 +348,7 @@ class AgentDriver:
         self.nodes = nodes_from_cluster(state)
         key_file = state.get("key_file")
         if not key_file:
-            raise ExperimentError("the cluster state names no key file: bring it up again")
+            raise LiveError("the cluster state names no key file: bring it up again")
         self.pool = AgentPool(self.nodes, read_key(str(key_file)))
         self.pool.connect_all(10.0)
         self.env = net_env(state)
@@ -403,11 +402,9 @@ class AgentDriver:
                     self.pool.kill(node_name, job)
         out = []
         for jid, kind, outs in launched:
-            reports = [_last_json(Path(p)) for p in outs]
+            reports = [last_json(Path(p)) for p in outs]
             if not reports or "barriers_per_second" not in reports[0]:
-                raise ExperimentError(
-                    f"job {jid} ({kind}) left no report; see {Path(outs[0]).parent}"
-                )
+                raise LiveError(f"job {jid} ({kind}) left no report; see {Path(outs[0]).parent}")
             cpus = [float(r["cpu_ratio"]) for r in reports if "cpu_ratio" in r]
             series = utils.get(jid, [])[self.SKIP_QUANTA : -1]
             out.append(
@@ -457,11 +454,11 @@ class AgentDriver:
                     pending.discard((str(ev.get("node")), str(ev.get("job_id"))))
                     code = ev.get("exit_code")
                     if code not in (0, None):
-                        raise ExperimentError(
+                        raise LiveError(
                             f"job {ev.get('job_id')} on {ev.get('node')} exited with {code}"
                         )
             if time.monotonic() > deadline:
-                raise ExperimentError(f"calibration jobs did not end within {timeout:g} s")
+                raise LiveError(f"calibration jobs did not end within {timeout:g} s")
             next_at += self.quantum
             time.sleep(max(0.0, next_at - time.monotonic()))
         return utils
@@ -491,34 +488,25 @@ def node_ns_per_iteration(job: JobRun, gcomp: int) -> float | None:
     return job.cpu / job.rate / gcomp * 1e9
 
 
-def measure_ns_per_iteration() -> float:
-    """The synthetic compute loop's cost here (best of 3, as ``--calibrate``)."""
-    from apps.synthetic import calibrate as synth_calibrate
-
-    return float(synth_calibrate(500_000, 8193, None, None)["ns_per_iteration"])
-
-
 def run_calibration(
     cfg: CalibrationConfig, *, reuse_cluster: bool = False, say: Say = print
 ) -> Calibration:
     if os.geteuid() != 0:
-        raise ExperimentError(
+        raise LiveError(
             "calibration runs jobs on the local cluster, which needs root: run it with sudo"
         )
     if cfg.repeats < 1 or cfg.duration <= 0:
-        raise ExperimentError("--repeats must be >= 1 and --duration > 0")
+        raise LiveError("--repeats must be >= 1 and --duration > 0")
     # The fine-grain job is sized from the loop's cost *inside a node*, read off the
     # first alone compute run (CPU seconds per barrier / G_comp): on this VM the same
     # loop ran up to 1.5x slower there than in this process a moment before.
-    ns = measure_ns_per_iteration()
+    ns = ns_per_iteration()
     say(f"compute loop here: {ns:.1f} ns per iteration")
     work = Path(f"/tmp/cosched-calibrate-{os.getpid()}")
     runs: list[Run] = []
-    with _cluster(cfg, reuse_cluster, say) as cluster:
-        from testbed.cluster import state as state_mod
-
+    with local_cluster(cfg, reuse_cluster, say) as cluster:
         state = _state_doc(cluster["state"])
-        reader = _reader(state_mod)
+        reader = cluster_cpu_reader()
         total = cfg.repeats * len(MEASUREMENTS)
         next_id = DRIVER_JOB_BASE
         for n, (repeat, m) in enumerate(_schedule(cfg.repeats), start=1):
@@ -543,7 +531,7 @@ def run_calibration(
                 other = hostload.other_cores(before, hostload.sample(reader))
                 run = Run(m.key, repeat, jobs, other, quiet, time.monotonic() - began, attempts)
                 # A run during which the host was busy elsewhere is run again (see
-                # runner._quiet_run): one foreign process takes half of a 2-core host.
+                # paired/run.py's _quiet_run): one foreign process takes half of a 2-core host.
                 if other is None or other <= cfg.quiet_limit or attempts > cfg.quiet_retries:
                     break
                 say(f"    disturbed ({other:.2f} cores busy outside the cluster): again")
@@ -568,13 +556,6 @@ def _state_doc(path: str) -> dict[str, Any]:
     return doc
 
 
-def _reader(state_mod: Any) -> Callable[[], float] | None:
-    from testbed.cluster import cluster as cluster_mod
-
-    st = state_mod.load(cluster_mod.Env().sdir())
-    return hostload.cluster_cpu_reader(st) if st is not None else None
-
-
 def _gang(
     cfg: CalibrationConfig, state_path: str, apps: list[tuple[str, AppParams]], run_dir: Path
 ) -> list[JobRun]:
@@ -585,7 +566,7 @@ def _gang(
     out = []
     for j in res.jobs:
         if j.barriers_per_second is None or j.state != "done":
-            raise ExperimentError(f"gang run: job {j.name} {j.state}; see {run_dir}")
+            raise LiveError(f"gang run: job {j.name} {j.state}; see {run_dir}")
         cpus = j.rank_cpu_ratios or [j.cpu_ratio or 0.0]
         out.append(JobRun(j.kind, j.barriers_per_second, sum(cpus) / len(cpus), j.barriers or 0))
     return out
@@ -821,8 +802,9 @@ def to_toml(cal: Calibration) -> str:
     }
     lines = [
         "# Execution-model parameters measured on the local cluster by `cosched calibrate`",
-        "# (testbed/experiment/calibrate.py; docs/simulator.md, Calibration). The simulator",
-        "# reads [model]; [measured] keeps every raw figure, [host] where it was measured.",
+        "# (testbed/experiment/execmodel/calibrate.py; docs/simulator.md, Calibration). The",
+        "# simulator reads [model]; [measured] keeps every raw figure, [host] where it was",
+        "# measured.",
         "",
     ]
     lines += _toml_table(

@@ -49,12 +49,21 @@ def host_cores() -> int:
 
 
 def sigterm_as_interrupt() -> None:
-    """SIGTERM raises KeyboardInterrupt, so the cluster comes down as on Ctrl-C."""
+    """SIGTERM unwinds like Ctrl-C, so the cluster this run brought up is torn down.
 
-    def handler(signum: int, frame: Any) -> None:
+    Only in this process: a child forked from it (pyroute2 forks one per
+    network namespace and ends it with SIGTERM) still dies at once.
+    """
+    owner = os.getpid()
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,8 @@ controller's status gives quanta, command skew and how often each slot was
 used for matching.
 
 The cluster is brought up for the experiment and torn down after it, also on
-failure or Ctrl-C, unless ``reuse_cluster`` is set and one is already up.
+failure or Ctrl-C, unless ``reuse_cluster`` is set and one is already up
+(testbed/experiment/harness/: the cluster, the controller and the jobs of every live study).
 
 A spec with a ``[sweep]`` (Wiseman & Feitelson 2003 Fig. 8: ``nodes``, Fig. 9:
 ``gcomp_scale``) runs the whole experiment once per value
@@ -26,26 +27,26 @@ the controller's per-slot partner ratios the share of quanta each job ran
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from testbed.experiment.harness import hostload
+from testbed.experiment.harness import LiveError, hostload
+from testbed.experiment.harness import jobs as harness_jobs
+from testbed.experiment.harness.cluster import (
+    cluster_cpu_reader,
+    host_cores,
+    local_cluster,
+    require_root,
+)
+from testbed.experiment.harness.controller import controller
 from testbed.experiment.paired.spec import CONFIGS, ExperimentSpec
 
-TERMINAL = {"done", "failed", "killed"}
-
-
-class ExperimentError(RuntimeError):
-    """The experiment could not run (one line, with what to do)."""
+Say = Callable[[str], None]
 
 
 @dataclass
@@ -159,36 +160,40 @@ class SweepResult:
         return cls(name=str(d["name"]), key=str(d["key"]), points=points)
 
 
-def host_cores() -> int:
-    """Cores this process may use: what ``cpus_per_node = "fit"`` divides."""
-    return len(os.sched_getaffinity(0))
-
-
-Say = Callable[[str], None]
-
-
 def run_experiment(
-    spec: ExperimentSpec, out: Path, *, reuse_cluster: bool = False, say: Say = print
+    spec: ExperimentSpec,
+    out: Path,
+    *,
+    reuse_cluster: bool = False,
+    say: Say = print,
+    save: Callable[[ExperimentResult], None] | None = None,
 ) -> ExperimentResult:
-    if os.geteuid() != 0:
-        raise ExperimentError(
-            "the live experiment needs root (network namespaces, cgroups): run it with sudo"
-        )
+    """Every configuration and mix on one cluster; ``save`` after every run."""
+    require_root()
     spec = spec.with_cores(host_cores())
     out.mkdir(parents=True, exist_ok=True)
-    with _cluster(spec, reuse_cluster, say) as cluster:
-        reader = _cluster_cpu_reader()
-        runs: list[RunResult] = []
+    result = ExperimentResult(spec=spec_doc(spec), cluster={}, runs=[])
+    with local_cluster(spec, reuse_cluster, say) as cluster:
+        result.cluster = cluster
+        reader = cluster_cpu_reader()
         total = len(spec.configs) * len(spec.mixes)
         for config in spec.configs:
             for mix in spec.mixes:
                 say(
-                    f"[{len(runs) + 1}/{total}] {config}, mix {mix} ({mix} I/O + {4 - mix} compute)"
+                    f"[{len(result.runs) + 1}/{total}] {config}, mix {mix} "
+                    f"({mix} I/O + {4 - mix} compute)"
                 )
                 run = _quiet_run(spec, config, mix, cluster, out, reader, say)
-                runs.append(run)
+                result.runs.append(run)
                 say("    " + _one_line(run))
-    spec_doc = {
+                if save is not None:
+                    save(result)
+    result.host = hostload.host_record()
+    return result
+
+
+def spec_doc(spec: ExperimentSpec) -> dict[str, Any]:
+    return {
         "name": spec.name,
         "path": str(spec.path),
         "duration": spec.duration,
@@ -203,45 +208,42 @@ def run_experiment(
         "configs": list(spec.configs),
         "mixes": list(spec.mixes),
     }
-    result = ExperimentResult(
-        spec=spec_doc, cluster=cluster, runs=runs, host=hostload.host_record()
-    )
-    (out / "results.json").write_text(result.to_json() + "\n")
-    return result
 
 
 def run_sweep(
-    spec: ExperimentSpec, out: Path, *, reuse_cluster: bool = False, say: Say = print
+    spec: ExperimentSpec,
+    out: Path,
+    *,
+    reuse_cluster: bool = False,
+    say: Say = print,
+    save: Callable[[SweepResult], None] | None = None,
 ) -> SweepResult:
     """The experiment once per [sweep] value, each in ``out/<label>/`` (Figs. 8, 9).
 
     A nodes sweep brings a cluster of each size up and down in turn, so
-    ``reuse_cluster`` only helps a granularity sweep.
+    ``reuse_cluster`` only helps a granularity sweep. ``save`` runs after every run, so a
+    long sweep that fails keeps what it measured.
     """
     if spec.sweep is None:
-        raise ExperimentError(f"{spec.path}: no [sweep] table; use run_experiment")
-    if os.geteuid() != 0:
-        raise ExperimentError(
-            "the live experiment needs root (network namespaces, cgroups): run it with sudo"
-        )
+        raise LiveError(f"{spec.path}: no [sweep] table; use run_experiment")
+    require_root()
     out.mkdir(parents=True, exist_ok=True)
     points: list[SweepPoint] = []
     sweep = SweepResult(name=spec.name, key=spec.sweep.key, points=points)
     for label, value, point in spec.points(host_cores()):
         say(f"== {spec.sweep.key} = {value:g} ==")
-        result = run_experiment(point, out / label, reuse_cluster=reuse_cluster, say=say)
+
+        def partial(result: ExperimentResult, label: str = label, value: float = value) -> None:
+            if save is not None:
+                save(
+                    SweepResult(sweep.name, sweep.key, [*points, SweepPoint(label, value, result)])
+                )
+
+        result = run_experiment(
+            point, out / label, reuse_cluster=reuse_cluster, say=say, save=partial
+        )
         points.append(SweepPoint(label, value, result))
-        # Written after every point, so a long sweep that fails keeps what it measured.
-        (out / "results.json").write_text(sweep.to_json() + "\n")
     return sweep
-
-
-def _cluster_cpu_reader() -> Callable[[], float] | None:
-    from testbed.cluster import cluster as cluster_mod
-    from testbed.cluster import state as state_mod
-
-    st = state_mod.load(cluster_mod.Env().sdir())
-    return hostload.cluster_cpu_reader(st) if st is not None else None
 
 
 def _quiet_run(
@@ -300,80 +302,6 @@ def _one_line(run: RunResult) -> str:
     return ", ".join(parts)
 
 
-class ClusterSettings(Protocol):
-    """What bringing the cluster up needs from a spec (ExperimentSpec, StreamSpec)."""
-
-    @property
-    def nodes(self) -> int: ...
-    @property
-    def link(self) -> str: ...
-    @property
-    def cpus_per_node(self) -> float | None: ...
-    @property
-    def cpu_mechanism(self) -> str: ...
-    @property
-    def cfs_period_us(self) -> int: ...
-    @property
-    def cgroup(self) -> str: ...
-
-
-@contextlib.contextmanager
-def _cluster(spec: ClusterSettings, reuse: bool, say: Say) -> Iterator[dict[str, Any]]:
-    from testbed.cluster import cluster as cluster_mod
-    from testbed.cluster import state as state_mod
-    from testbed.cluster.errors import ClusterError
-    from testbed.cluster.profiles import parse_profile
-
-    env = cluster_mod.Env()
-    existing = state_mod.load(env.sdir())
-    made = False
-    if existing is not None:
-        if not reuse:
-            raise ExperimentError(
-                "a local cluster is already up: `cosched cluster down` first, or pass "
-                "--reuse-cluster to run on it"
-            )
-        if len(existing.nodes) != spec.nodes:
-            raise ExperimentError(
-                f"the running cluster has {len(existing.nodes)} nodes, the spec wants "
-                f"{spec.nodes}: `cosched cluster down` first"
-            )
-        st = existing
-    else:
-        say(f"cluster up: {spec.nodes} nodes, link {spec.link}, cpus/node {spec.cpus_per_node}")
-        try:
-            st = cluster_mod.up(
-                cluster_mod.ClusterConfig(
-                    nodes=spec.nodes,
-                    profile=parse_profile(spec.link),
-                    cpus_per_node=spec.cpus_per_node,
-                    cpu_mechanism=spec.cpu_mechanism,
-                    cfs_period_us=spec.cfs_period_us,
-                    cgroup=spec.cgroup,
-                    # the agents' switch mechanism, where a spec has one (Rajaei et al.'s study)
-                    switch=getattr(spec, "switch", "freezer"),
-                ),
-                env,
-            )
-        except (ClusterError, ValueError) as exc:
-            raise ExperimentError(f"cluster up failed: {exc}") from None
-        made = True
-    info = {
-        "nodes": [n["name"] for n in st.nodes],
-        "link": st.profile,
-        "delay_mechanism": st.delay_mechanism,
-        "cgroups": st.cgroup_layout.get("mode", "unknown"),
-        "cpu": st.cpu,
-        "state": state_mod.state_path(env.sdir()),
-    }
-    try:
-        yield info
-    finally:
-        if made:
-            say("cluster down")
-            cluster_mod.down(env)
-
-
 def _run_mix(
     spec: ExperimentSpec, config: str, mix: int, cluster: dict[str, Any], run_dir: Path
 ) -> RunResult:
@@ -425,102 +353,31 @@ def run_controlled(
     """A fresh controller running ``policy``; ``jobs`` = (name, kind, AppParams) submitted
     in order, each as wide as the cluster and running ``duration`` s of the synthetic
     program; returns when all have ended (also used by ``cosched calibrate``)."""
-    from controller.client import ControllerClient, ControllerError
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "controller",
-        "--policy",
-        policy,
-        "--quantum",
-        str(quantum),
-        "--cluster-state",
-        state_path,
-        "--run-dir",
-        str(run_dir),
-        "--log-level",
-        "WARNING",
-    ]
-    for k, v in params.items():
-        cmd += ["--param", f"{k}={v}"]
     began = time.monotonic()
-    with (run_dir / "controller.log").open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    client = ControllerClient(str(run_dir / "controller.sock"), retry=20.0, timeout=10.0)
     submitted: dict[int, tuple[str, str]] = {}
-    try:
-        _wait_socket(run_dir / "controller.sock", proc)
+    with controller(state_path, policy, quantum, run_dir, params) as client:
         for name, kind, app in jobs:
             argv = [sys.executable, "-m", "apps.synthetic", *app.argv(duration)]
-            res = client.request(
-                "submit",
-                spec={"name": name, "size": nodes, "argv": argv, "class": "production"},
-            )
-            submitted[int(res["job_id"])] = (name, kind)
+            jid = harness_jobs.submit(client, name, nodes, argv, cwd=None)
+            submitted[jid] = (name, kind)
         matrix = client.request("matrix")
-        slots = _slots(matrix)
-        rows = sum(1 for row in matrix.get("slots", []) if any(c is not None for c in row))
-        records = _wait_jobs(client, submitted, timeout=duration * 4 + 60)
+        slots = harness_jobs.slots_of(matrix)
+        rows = harness_jobs.rows_in_use(matrix.get("slots", []))
+        records = harness_jobs.wait_ended(
+            client, list(submitted), timeout=duration * 4 + 60, poll=0.5, kill=True
+        )
         status = client.request("status")
         results = [
             _job_result(client, jid, name, kind, slots.get(jid), records[jid])
             for jid, (name, kind) in submitted.items()
         ]
-        with contextlib.suppress(ControllerError, OSError):
-            client.request("shutdown", checkpoint=False)
-    finally:
-        client.close()
-        _stop(proc)
     return ControlledRun(results, status, rows or None, time.monotonic() - began)
-
-
-def _wait_socket(path: Path, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if proc.poll() is not None:
-            raise ExperimentError(
-                f"the controller exited with {proc.returncode}; see {path.parent}/controller.log"
-            )
-        if time.monotonic() > deadline:
-            raise ExperimentError(f"the controller did not answer within {timeout:g} s")
-        time.sleep(0.05)
-
-
-def _slots(matrix: dict[str, Any]) -> dict[int, int]:
-    where: dict[int, int] = {}
-    for s, row in enumerate(matrix.get("slots", [])):
-        for cell in row:
-            if cell is not None:
-                where.setdefault(int(cell), s)
-    return where
-
-
-def _wait_jobs(
-    client: Any, jobs: dict[int, tuple[str, str]], timeout: float
-) -> dict[int, dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        records = {int(r["job_id"]): r for r in client.request("jobs", all=True)}
-        mine = {j: records[j] for j in jobs if j in records}
-        if len(mine) == len(jobs) and all(r["state"] in TERMINAL for r in mine.values()):
-            return mine
-        if time.monotonic() > deadline:
-            for j, r in mine.items():
-                if r["state"] not in TERMINAL:
-                    with contextlib.suppress(Exception):
-                        client.request("kill", job_id=j)
-            raise ExperimentError(f"jobs did not finish within {timeout:g} s")
-        time.sleep(0.5)
 
 
 def _job_result(
     client: Any, jid: int, name: str, kind: str, slot: int | None, record: dict[str, Any]
 ) -> JobResult:
-    detail = client.request("job", job_id=jid)
-    ranks = detail.get("ranks") or []  # in rank order
-    reports = [_last_json(Path(r["stdout"])) if r.get("stdout") else {} for r in ranks]
+    reports = harness_jobs.rank_reports(client, jid)
     report = reports[0] if reports else {}
     return JobResult(
         job_id=jid,
@@ -533,30 +390,3 @@ def _job_result(
         cpu_ratio=report.get("cpu_ratio"),
         rank_cpu_ratios=[float(r["cpu_ratio"]) for r in reports if "cpu_ratio" in r],
     )
-
-
-def _last_json(path: Path) -> dict[str, Any]:
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return {}
-    for line in reversed(lines):
-        line = line.strip()
-        if line.startswith("{"):
-            with contextlib.suppress(json.JSONDecodeError):
-                doc = json.loads(line)
-                if isinstance(doc, dict):
-                    return doc
-    return {}
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

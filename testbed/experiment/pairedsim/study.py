@@ -4,6 +4,7 @@ Fig. 12 (paired gang, heterogeneous vs homogeneous), from one spec.
 
 The spec (``experiments/sim-paired-fig10-12.toml``)::
 
+    kind = "paired-sim"
     [study]
     name = "sim-paired-fig10-12"
     nodes = 16
@@ -30,17 +31,19 @@ calibration file (testbed/sim/calibration.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 import time
-import tomllib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.errors import CoschedError, UsageError
+from testbed.experiment import plots as plotting
+from testbed.experiment.claims import Claim, Difference, Verdict, judge
+from testbed.experiment.claims import markdown as claims_markdown
+from testbed.experiment.fields import SpecError, Table
+from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 # Wiseman & Feitelson 2003 §4.2.1, Fig. 10 prose: gang / paired mean response, "about twice" at 0.5
 # and
@@ -49,14 +52,11 @@ from common.errors import CoschedError, UsageError
 PAPER_RATIO = {0.5: 2.0, 0.95: 6.0}
 TARGET_RATIO = {0.5: 1.8, 0.95: 4.0}  # the issue's targets
 HETERO_TOLERANCE = 0.15  # heterogeneous paired within 15 % of homogeneous paired
-
-
-class StudyError(UsageError):
-    """A study spec that cannot be run."""
+QUICK_JOBS = 120  # --quick: 120 jobs and the first two loads
 
 
 @dataclass(frozen=True, slots=True)
-class RunSpec:
+class RunConfig:
     label: str
     policy: str
     profile: str
@@ -72,59 +72,57 @@ class StudySpec:
     quantum: float
     workload: str
     calibration: str
-    runs: tuple[RunSpec, ...]
+    runs: tuple[RunConfig, ...]
     origin: str = ""
+    quick: bool = False
 
 
-def load_study(path: str | Path) -> StudySpec:
-    """Parse a study spec; every problem is one line naming the key."""
-    p = Path(path)
-    fix = "see the module docstring of testbed/experiment/simstudy.py"
-    try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as e:
-        raise StudyError(f"{p}: {e.strerror or e}", fix=fix) from None
-    except tomllib.TOMLDecodeError as e:
-        raise StudyError(f"{p}: not TOML ({e})", fix=fix) from None
-    study = data.get("study")
-    if not isinstance(study, dict):
-        raise StudyError(f"{p}: no [study] table", fix=fix)
-    runs_raw = data.get("runs")
-    if not isinstance(runs_raw, list) or not runs_raw:
-        raise StudyError(f"{p}: no [[runs]]", fix=fix)
-    try:
-        loads = tuple(float(x) for x in study.get("loads", [0.5, 0.7, 0.9]))
-        runs = tuple(
-            RunSpec(
-                label=str(r["label"]),
-                policy=str(r["policy"]),
-                profile=str(r.get("profile", "homogeneous")),
-                params=dict(r.get("params", {})),
+def load_study(doc: Table) -> StudySpec:
+    """A ``[study]`` spec with its ``[[runs]]``; every problem is one line naming the key."""
+    from controller.policies.base import PolicyError
+    from controller.policies.registry import lookup, parse_params
+
+    st = doc.table("study", required=True)
+    st.only({"name", "nodes", "loads", "mode", "quantum", "workload", "calibration"})
+    runs = []
+    for r in doc.tables("runs"):
+        r.only({"label", "policy", "profile", "params"})
+        params = dict(r.get("params", dict, {}))
+        policy = r.text("policy")
+        try:
+            parse_params(lookup(policy), {k: str(v) for k, v in params.items()})
+        except PolicyError as e:
+            raise r.error("policy", str(e)) from None
+        runs.append(
+            RunConfig(
+                label=r.text("label"),
+                policy=policy,
+                profile=r.text("profile", "homogeneous", choices=("homogeneous", "heterogeneous")),
+                params=params,
             )
-            for r in runs_raw
         )
-        spec = StudySpec(
-            name=str(study.get("name", p.stem)),
-            nodes=int(study.get("nodes", 16)),
-            loads=loads,
-            mode=str(study.get("mode", "exact")),
-            quantum=float(study.get("quantum", 1.0)),
-            workload=str(study.get("workload", "lublin")),
-            calibration=str(study.get("calibration", "default")),
-            runs=runs,
-            origin=str(p),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise StudyError(f"{p}: bad value ({e})", fix=fix) from None
-    if not all(0 < x < 1.5 for x in spec.loads):
-        raise StudyError(f"{p}: [study] loads must be in (0, 1.5)", fix=fix)
-    if spec.mode not in ("exact", "fluid"):
-        raise StudyError(f"{p}: [study] mode must be exact or fluid", fix=fix)
+    if not runs:
+        raise doc.error(None, "no [[runs]]", fix="add [[runs]] label = ..., policy = ...")
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
-        raise StudyError(f"{p}: [[runs]] labels must be unique", fix=fix)
-    return spec
+        raise doc.error(None, "[[runs]] labels must be unique")
+    return StudySpec(
+        name=st.text("name", doc.path.stem),
+        nodes=st.integer("nodes", 16, minimum=1),
+        loads=tuple(st.items("loads", (int, float), [0.5, 0.7, 0.9], above=0, below=1.5)),
+        mode=st.text("mode", "exact", choices=("exact", "fluid")),
+        quantum=st.number("quantum", 1.0, above=0),
+        workload=st.text("workload", "lublin"),
+        calibration=st.text("calibration", "default"),
+        runs=tuple(runs),
+        origin=str(doc.path),
+    )
+
+
+def read_study(path: str | Path) -> StudySpec:
+    from testbed.experiment.fields import read_toml
+
+    return load_study(Table.document(read_toml(path), path))
 
 
 # --------------------------------------------------------------------- running
@@ -212,99 +210,120 @@ def _count_quanta(policy: Any) -> list[int]:
     return counts
 
 
-def run_study(
-    spec: StudySpec, *, quick: bool = False, progress: bool = True
-) -> tuple[list[RunResult], dict[str, Any]]:
-    """Every configuration at every load, on the same workload per load."""
+def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """One configuration at one load (a sweep run: module-level, JSON in and out)."""
     from controller.policies.base import PolicyError
     from controller.policies.registry import lookup, make_policy, parse_params
-    from testbed.sim.calibration import resolve_calibration
     from testbed.sim.engine import simulate
     from testbed.sim.metrics import summarize
     from testbed.sim.results import SimConfig
     from testbed.sim.workloads.spec import WorkloadError, resolve_workload
 
+    load, nodes = float(params["load"]), int(params["nodes"])
+    try:
+        entry = lookup(str(params["policy"]))
+        pparams = parse_params(entry, {k: str(v) for k, v in params["params"].items()})
+        policy = make_policy(str(params["policy"]), nodes, pparams)
+        jobs, _info = resolve_workload(
+            str(params["workload"]),
+            nodes=nodes,
+            jobs=params["jobs"],
+            load=load,
+            profile=str(params["profile"]),
+        )
+    except (PolicyError, WorkloadError, OSError) as e:
+        raise SpecError(f"run {params['label']!r}: {e}") from None
+    config = SimConfig(
+        nodes=nodes,
+        quantum=float(params["quantum"]),
+        context_switch=float(params["context_switch"]),
+        interference=float(params["interference"]),
+        mode=str(params["mode"]),
+    )
+    counts = _count_quanta(policy)
+    t0 = time.perf_counter()
+    res = simulate(jobs, policy, config)
+    seconds = time.perf_counter() - t0
+    ran = sum(counts)
+    s = summarize(res)
+    t = list(res.series_t)
+    n = list(res.series_n)
+    last_arrival = max(j.submit for j in jobs)
+    first = min(j.submit for j in jobs)
+    points = _thin(t, n, 4000)
+    ends = [e for e in res.end if not math.isnan(e)]
+    row = asdict(
+        RunResult(
+            label=str(params["label"]),
+            policy=str(params["policy"]),
+            profile=str(params["profile"]),
+            load=load,
+            mean_response=s.mean_response,
+            mean_slowdown=s.mean_slowdown,
+            median_slowdown=s.median_slowdown,
+            utilization=s.utilization,
+            makespan=s.makespan,
+            mean_jobs_in_system=s.mean_jobs_in_system,
+            max_jobs_in_system=s.max_jobs_in_system,
+            matching_success_rate=s.matching_success_rate,
+            last_arrival=last_arrival,
+            in_system_at_last_arrival=_at(t, n, last_arrival),
+            rise_per_1000s=1000.0 * _slope(points, first, last_arrival),
+            drain_seconds=(max(ends) - last_arrival) if ends else math.nan,
+            series=_thin(t, n),
+            seconds=seconds,
+            one_row=counts[0] / ran if ran else math.nan,
+            unpaired=counts[1] / ran if ran else math.nan,
+            paired=counts[2] / ran if ran else math.nan,
+        )
+    )
+    row["series"] = [[round(x, 2), y] for x, y in row["series"]]  # centiseconds are plenty
+    return row
+
+
+def run_study(
+    spec: StudySpec, *, quick: bool = False, sweep: SweepOptions | None = None
+) -> tuple[list[RunResult], dict[str, Any]]:
+    """Every configuration at every load, on the same workload per load."""
+    from testbed.experiment.harness import LiveError
+    from testbed.experiment.results import repo_relative
+    from testbed.sim.calibration import resolve_calibration
+
     cal = resolve_calibration(None if spec.calibration == "default" else spec.calibration)
     if cal.context_switch >= spec.quantum:
-        raise StudyError(
+        raise SpecError(
             f"{spec.origin}: calibrated context switch {cal.context_switch} s is not below the "
             f"quantum {spec.quantum} s",
             fix="use a longer quantum",
         )
-    jobs_override = 120 if quick else None
     loads = spec.loads[:2] if quick else spec.loads
-    results: list[RunResult] = []
-    total = len(loads) * len(spec.runs)
-    done = 0
-    for load in loads:
-        for run in spec.runs:
-            try:
-                entry = lookup(run.policy)
-                params = parse_params(entry, {k: str(v) for k, v in run.params.items()})
-                policy = make_policy(run.policy, spec.nodes, params)
-                jobs, _info = resolve_workload(
-                    spec.workload,
-                    nodes=spec.nodes,
-                    jobs=jobs_override,
-                    load=load,
-                    profile=run.profile,
-                )
-            except (PolicyError, WorkloadError, OSError) as e:
-                raise StudyError(f"{spec.origin}: run {run.label!r}: {e}") from None
-            config = SimConfig(
-                nodes=spec.nodes,
-                quantum=spec.quantum,
-                context_switch=cal.context_switch,
-                interference=cal.interference,
-                mode=spec.mode,
-            )
-            counts = _count_quanta(policy)
-            t0 = time.perf_counter()
-            res = simulate(jobs, policy, config)
-            seconds = time.perf_counter() - t0
-            ran = sum(counts)
-            s = summarize(res)
-            t = list(res.series_t)
-            n = list(res.series_n)
-            last_arrival = max(j.submit for j in jobs)
-            first = min(j.submit for j in jobs)
-            points = _thin(t, n, 4000)
-            ends = [e for e in res.end if not math.isnan(e)]
-            results.append(
-                RunResult(
-                    label=run.label,
-                    policy=run.policy,
-                    profile=run.profile,
-                    load=load,
-                    mean_response=s.mean_response,
-                    mean_slowdown=s.mean_slowdown,
-                    median_slowdown=s.median_slowdown,
-                    utilization=s.utilization,
-                    makespan=s.makespan,
-                    mean_jobs_in_system=s.mean_jobs_in_system,
-                    max_jobs_in_system=s.max_jobs_in_system,
-                    matching_success_rate=s.matching_success_rate,
-                    last_arrival=last_arrival,
-                    in_system_at_last_arrival=_at(t, n, last_arrival),
-                    rise_per_1000s=1000.0 * _slope(points, first, last_arrival),
-                    drain_seconds=(max(ends) - last_arrival) if ends else math.nan,
-                    series=_thin(t, n),
-                    seconds=seconds,
-                    one_row=counts[0] / ran if ran else math.nan,
-                    unpaired=counts[1] / ran if ran else math.nan,
-                    paired=counts[2] / ran if ran else math.nan,
-                )
-            )
-            done += 1
-            if progress:
-                r = results[-1]
-                print(
-                    f"[{done}/{total}] load {load:.2f} {run.label:<22} response "
-                    f"{r.mean_response:9.1f} s  slowdown {r.mean_slowdown:7.2f}  "
-                    f"({seconds:.1f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+    runs = [
+        RunSpec(
+            "paired-sim",
+            {
+                "label": run.label,
+                "policy": run.policy,
+                "profile": run.profile,
+                "params": dict(run.params),
+                "load": load,
+                "nodes": spec.nodes,
+                "quantum": spec.quantum,
+                "mode": spec.mode,
+                "workload": spec.workload,
+                "jobs": QUICK_JOBS if quick else None,
+                "interference": cal.interference,
+                "context_switch": cal.context_switch,
+            },
+            0,
+            simulate_run,
+        )
+        for load in loads
+        for run in spec.runs
+    ]
+    res = run_sweep(runs, sweep or SweepOptions(desc="paired-sim runs"))
+    if res.failed:
+        raise LiveError(f"{len(res.failed)} of {len(runs)} runs failed: {res.failed[0].error}")
+    results = [_row(r) for r in res.results if r is not None]
     meta = {
         "spec": spec.origin,
         "name": spec.name,
@@ -314,13 +333,19 @@ def run_study(
         "workload": spec.workload,
         "quick": quick,
         "calibration": {
-            "source": cal.source,
+            "source": repo_relative(cal.source),
             "interference": cal.interference,
             "context_switch": cal.context_switch,
         },
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     return results, meta
+
+
+def _row(r: Mapping[str, Any]) -> RunResult:
+    d = dict(r)
+    d["series"] = [tuple(p) for p in d["series"]]
+    return RunResult(**d)
 
 
 # --------------------------------------------------------------------- report
@@ -375,6 +400,101 @@ def targets(results: list[RunResult]) -> list[tuple[str, bool | None, str]]:
                 g.rise_per_1000s > 0.0,
                 f"{g.rise_per_1000s:+.2f} jobs per 1000 s over the arrivals, "
                 f"{g.in_system_at_last_arrival:.0f} in system at the last arrival",
+            )
+        )
+    return out
+
+
+def _value(cid: str, where: str, says: str, measured: str, ok: bool, tol: str) -> Claim:
+    verdict = Verdict.REPRODUCED if ok else Verdict.NOT_REPRODUCED
+    return Claim(cid, where, says, measured, verdict, ("within " if ok else "outside ") + tol)
+
+
+def _direction(
+    cid: str, where: str, says: str, measured: str, d: Difference, within: bool | None
+) -> Claim:
+    verdict, why = judge(d, 1, within)
+    return Claim(cid, where, says, measured, verdict, why)
+
+
+def claims(results: list[RunResult]) -> list[Claim]:
+    """Wiseman & Feitelson 2003 §4.2's results these runs measure (one seed: the Lublin
+    workload of the spec), each with its verdict (claims.py)."""
+    out: list[Claim] = []
+    ratios: dict[float, float] = {}
+    for load, paper in PAPER_RATIO.items():
+        g, p = _get(results, "gang", load), _get(results, "paired", load)
+        if g is None or p is None:
+            continue
+        ratios[load] = g.mean_response / p.mean_response
+        tol = 0.10 * paper
+        word = "about twice" if load < 0.9 else "nearly six times"
+        out.append(
+            _direction(
+                f"wf2003/fig10/ratio-{load:g}",
+                "§4.2.1, Fig. 10",
+                f"at load {load:g} paired gang's response time is {word} faster than strict gang's",
+                f"gang ÷ paired mean response {ratios[load]:.2f} ({g.mean_response:.1f} s vs "
+                f"{p.mean_response:.1f} s)",
+                Difference((g.mean_response - p.mean_response,)),
+                abs(ratios[load] - paper) <= tol,
+            )
+        )
+    if len(ratios) == 2:
+        out.append(
+            _direction(
+                "wf2003/fig10/ratio-grows",
+                "§4.2.1, Fig. 10",
+                "the heavier the load, the larger paired gang's advantage",
+                f"gang ÷ paired {ratios[0.5]:.2f} at 0.5, {ratios[0.95]:.2f} at 0.95",
+                Difference((ratios[0.95] - ratios[0.5],)),
+                None,
+            )
+        )
+    for load in (0.9, 0.95):
+        g = _get(results, "gang", load)
+        if g is not None:
+            out.append(
+                _value(
+                    f"wf2003/fig11/gang-saturates-{load:g}",
+                    "§4.2.1, Fig. 11",
+                    f"at load {load:g} strict gang saturates: the jobs in the system rise",
+                    f"{g.rise_per_1000s:+.2f} jobs per 1000 s over the arrivals, "
+                    f"{g.in_system_at_last_arrival:.0f} in the system at the last arrival",
+                    g.rise_per_1000s > 0,
+                    "rising (slope > 0)",
+                )
+            )
+    p = _get(results, "paired", 0.95)
+    if p is not None:
+        out.append(
+            _value(
+                "wf2003/fig11/paired-no-saturation",
+                "§4.2.1, Fig. 11",
+                "paired gang does not saturate even at load 0.95",
+                f"{p.rise_per_1000s:+.2f} jobs per 1000 s over the arrivals",
+                p.rise_per_1000s <= 0,
+                "not rising (slope <= 0)",
+            )
+        )
+    gaps = []
+    for r in results:
+        if r.label == "paired-hetero":
+            ho = _get(results, "paired", r.load)
+            if ho is not None:
+                gaps.append((r.load, r.mean_response / ho.mean_response - 1.0))
+    if gaps:
+        worst_load, worst_gap = max(gaps, key=lambda x: abs(x[1]))
+        out.append(
+            _value(
+                "wf2003/fig12/hetero-like-homo",
+                "§4.2.2, Figs. 10 and 12",
+                "with heterogeneous jobs enough matching occurs to make the performance similar "
+                "to the homogeneous case",
+                f"heterogeneous vs homogeneous paired mean response: worst {worst_gap:+.1%} at "
+                f"load {worst_load:g}",
+                abs(worst_gap) <= HETERO_TOLERANCE,
+                f"±{HETERO_TOLERANCE:.0%} at every load",
             )
         )
     return out
@@ -455,27 +575,15 @@ def markdown(results: list[RunResult], meta: dict[str, Any]) -> str:
         lines.append(f"* {what}: {figure} — {mark}")
     lines += [
         "",
-        "## The paper, for comparison",
-        "",
-        '* §4.2.1: under 0.5 load paired gang\'s response time is "about twice faster", '
-        'under 0.95 "nearly six times faster".',
-        "* Fig. 11: strict gang fails to clear the jobs for loads above 0.6–0.7, and at 0.9 "
-        'and 0.95 "the number of jobs in the system seems to rise with time"; paired gang '
-        "does not saturate even at 0.95.",
-        '* §4.2.2, Fig. 12: "enough matching occurs to make the performance similar to that '
-        'of the homogeneous case".',
-        "",
-        "The analysis of what agrees and why the rest differs is in docs/experiments.md.",
+        *claims_markdown(claims(results), "## The paper beside ours"),
+        "The analysis of what agrees and why the rest differs is in docs/paired-fidelity.md.",
         "",
     ]
     return "\n".join(lines)
 
 
 def plots(results: list[RunResult], out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
 
     labels = list(dict.fromkeys(r.label for r in results))
     loads = sorted({r.load for r in results})
@@ -540,59 +648,16 @@ def plots(results: list[RunResult], out: Path) -> list[Path]:
     return written
 
 
-def write_report(results: list[RunResult], meta: dict[str, Any], out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "results.json"
+def dump(results: list[RunResult], meta: dict[str, Any]) -> str:
+    """One run per line: small enough to commit, still readable in a diff."""
     runs = []
     for r in results:
         row = asdict(r)
         row["series"] = [[round(t, 2), n] for t, n in r.series]  # centiseconds are plenty
         runs.append(row)
-    # one run per line: small enough to commit, still readable in a diff
     body = ",\n".join(json.dumps(row, separators=(",", ":")) for row in runs)
-    data.write_text('{"meta":' + json.dumps(meta) + ',\n"runs":[\n' + body + "]}\n")
-    report = out / "report.md"
-    report.write_text(markdown(results, meta))
-    return [data, report, *plots(results, out)]
+    return '{"meta":' + json.dumps(meta) + ',\n"runs":[\n' + body + "]}"
 
 
-def read_results(path: Path) -> tuple[list[RunResult], dict[str, Any]]:
-    raw = json.loads(path.read_text())
-    runs = []
-    for r in raw["runs"]:
-        r["series"] = [tuple(p) for p in r["series"]]
-        runs.append(RunResult(**r))
-    return runs, raw["meta"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.pairedsim.study",
-        description="Wiseman & Feitelson 2003 Figs. 10-12 in the simulator, from one spec; "
-        "writes report.md, PNGs and results.json.",
-    )
-    ap.add_argument("spec", help="e.g. experiments/sim-paired-fig10-12.toml")
-    ap.add_argument("--out", type=Path, default=None, help="default results/<name>")
-    ap.add_argument("--quick", action="store_true", help="120 jobs and two loads (CI)")
-    ap.add_argument("--report-only", action="store_true", help="rewrite from OUT/results.json")
-    args = ap.parse_args(argv)
-    try:
-        spec = load_study(args.spec)
-        out = args.out or Path("results") / spec.name
-        if args.report_only:
-            results, meta = read_results(out / "results.json")
-        else:
-            results, meta = run_study(spec, quick=args.quick)
-        for p in write_report(results, meta, out):
-            print(p)
-        for what, ok, figure in targets(results):
-            mark = "not run" if ok is None else ("met" if ok else "MISSED")
-            print(f"target: {what}: {figure} — {mark}")
-    except CoschedError as e:
-        print(f"simstudy: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def from_data(data: Mapping[str, Any]) -> tuple[list[RunResult], dict[str, Any]]:
+    return [_row(r) for r in data["runs"]], dict(data["meta"])

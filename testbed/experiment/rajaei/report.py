@@ -284,7 +284,7 @@ def claims(points: Sequence[Point], meta: dict[str, Any]) -> list[Claim]:
             if not judged:
                 continue
             verdict = worst([c.verdict for c in judged if c.verdict is not None])
-            counts = defaultdict(int)
+            counts: dict[str, int] = defaultdict(int)
             for c in judged:
                 counts[str(c.verdict)] += 1
             tally = ", ".join(f"{k} in {v}" for k, v in sorted(counts.items()))

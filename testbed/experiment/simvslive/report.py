@@ -1,11 +1,11 @@
-"""The simulator-vs-live report (testbed/experiment/validate.py): tables, verdict, plots.
+"""The simulator-vs-live report (simvslive/study.py): tables, verdict, plots.
 
 Definitions (the same for both sides, so only the schedules differ):
 
 * response = end - submit; live from the controller's records, simulated
   from the engine's times; submit is the time the controller recorded.
 * slowdown = response / dedicated time, where the dedicated time is what the
-  job took alone here (validate.py, "Dedicated time") -- the simulator's run
+  job took alone here (simvslive/study.py, "Dedicated time") -- the simulator's run
   time. Wiseman & Feitelson 2003 §4.2 divides by the kernel-measured execution time; a
   simulated job has no kernel, so both sides use the dedicated time.
 * Means are over the jobs that ended in both (a job killed at the live drain
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.experiment import plots as plotting
 from testbed.experiment.simvslive.study import LiveRun, SimRun, ValidationResult
 
 TOLERANCE = 0.20
@@ -312,6 +313,27 @@ def markdown(result: ValidationResult) -> str:
                     f"| {name} | {c.policy} | {c.load:g} | {c.sim.mean_response:.2f} | "
                     f"{_pct(c.d_response)} | {c.sim.mean_slowdown:.2f} | {_pct(c.d_slowdown)} |"
                 )
+    if result.sensitivity:
+        factors = list(result.sensitivity[0]["factors"])
+        lines += [
+            "",
+            "## The simulated response against the dedicated rate",
+            "",
+            f"Each live run simulated again (`{first}`) with every size's dedicated rate times "
+            "a factor, and with the first rate measurement (before any run) instead of the "
+            "ones around the run: how much of a difference the rate's drift can make.",
+            "",
+            "| policy | load | live (s) | "
+            + " | ".join(f"rate ×{float(f):g}" for f in factors)
+            + " | first measurement | difference |",
+            "|---|---|---|" + "---|" * len(factors) + "---|---|",
+        ]
+        for s in result.sensitivity:
+            lines.append(
+                f"| {s['policy']} | {s['load']:g} | {s['live']:.2f} | "
+                + " | ".join(f"{s['factors'][f]:.2f}" for f in factors)
+                + f" | {s['first']:.2f} | {_pct(s['first'] / s['live'] - 1)} |"
+            )
     lines += [
         "",
         "## What the schedules looked like",
@@ -370,7 +392,7 @@ def markdown(result: ValidationResult) -> str:
         "",
         "![jobs in system and rows over time](series.png)",
         "",
-        "Definitions: testbed/experiment/validatereport.py; the analysis is in "
+        "Definitions: testbed/experiment/simvslive/report.py; the analysis is in "
         'docs/experiments.md, "Simulator vs live".',
         "",
     ]
@@ -408,9 +430,9 @@ def _setup(result: ValidationResult) -> list[str]:
         out += [
             "",
             f"**Job**: G_comp {rates.gcomp} iterations of the compute loop, one "
-            f"{spec.get('bytes')}-byte file and {spec.get('device_wait_ms')} ms of blocking "
+            f"{spec.get('nbytes')}-byte file and {spec.get('device_wait_ms')} ms of blocking "
             f"wait, barrier (wait {spec.get('wait')}) per iteration. G_comp started at "
-            f"{spec.get('compute_ms')} ms by `--calibrate` ({rates.ns_per_iteration:.1f} ns "
+            f"{spec.get('compute_ms')} ms by `--loop-cost` ({rates.ns_per_iteration:.1f} ns "
             "per iteration) and was rescaled toward a CPU share of "
             f"{spec.get('target_cpu')} for the widest job alone: "
             + (
@@ -454,10 +476,7 @@ def _setup(result: ValidationResult) -> list[str]:
 
 
 def plots(result: ValidationResult, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
 
     comps = compare(result)
     written: list[Path] = []
@@ -553,10 +572,3 @@ def _counts(intervals: Sequence[tuple[float, float]]) -> tuple[list[float], list
         t.append(when)
         n.append(cur)
     return t, n
-
-
-def write_report(result: ValidationResult, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    report = out / "report.md"
-    report.write_text(markdown(result))
-    return [report, *plots(result, out)]

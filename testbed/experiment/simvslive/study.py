@@ -90,31 +90,28 @@ calibration), ``--report-only`` rewrites the report; neither needs root.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import math
-import os
-import subprocess
+import statistics
 import sys
+import tempfile
 import time
-import tomllib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from common.errors import CoschedError, UsageError
+from testbed.experiment.fields import SpecError, Table
+from testbed.experiment.harness import LiveError
+from testbed.experiment.harness import jobs as harness_jobs
+from testbed.experiment.harness.controller import controller
+from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 REPO = Path(__file__).resolve().parents[3]
 POLICIES = ("gang", "paired-gang")
 WAITS = ("spin", "block", "spinblock")
-TERMINAL = ("done", "failed", "killed")
+TERMINAL = harness_jobs.TERMINAL
 DEFAULT_SPEC = REPO / "experiments" / "sim-vs-live.toml"
-
-
-class ValidateError(UsageError):
-    """A spec or saved result that cannot be used (one line, with the fix)."""
 
 
 Say = Callable[[str], None]
@@ -196,135 +193,118 @@ class ValidateSpec:
         return d
 
 
-def _get(t: Mapping[str, Any], key: str, kinds: tuple[type, ...], where: str, default: Any) -> Any:
-    if key not in t:
-        if default is ...:
-            raise ValidateError(f"{where}.{key}: missing", fix=f"add `{key} = ...`")
-        return default
-    v = t[key]
-    if (isinstance(v, bool) and bool not in kinds) or not isinstance(v, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise ValidateError(f"{where}.{key}: expected {names}, got {v!r}")
-    return v
+_EXPERIMENT = {
+    "name",
+    "policies",
+    "loads",
+    "jobs",
+    "seed",
+    "paper_nodes",
+    "mean_runtime",
+    "runtime_power",
+    "min_runtime",
+    "max_runtime",
+    "drain_timeout",
+    "poll_s",
+    "quiet_limit",
+    "quiet_timeout",
+}
+_JOB = {
+    "compute_ms",
+    "target_cpu",
+    "tune_rounds",
+    "tune_tolerance",
+    "device_wait_ms",
+    "bytes",
+    "wait",
+    "rate_seconds",
+    "rate_repeats",
+    "check_repeats",
+}
+_QUICK = {
+    "jobs",
+    "loads",
+    "mean_runtime",
+    "rate_seconds",
+    "rate_repeats",
+    "check_repeats",
+    "drain_timeout",
+}
 
 
-def _keys(t: Mapping[str, Any], known: set[str], where: str) -> None:
-    for k in t:
-        if k not in known:
-            raise ValidateError(
-                f"{where}.{k}: unknown key", fix=f"valid keys: {', '.join(sorted(known))}"
-            )
-
-
-_NUM = (int, float)
-
-
-def load_spec(path: str | Path) -> ValidateSpec:
-    """Parse and check a spec; every problem is one line naming the key."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except OSError as e:
-        raise ValidateError(f"{p}: {e.strerror or e}", fix="give the path of a spec") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ValidateError(f"{p}: not TOML ({e})") from None
-
-    def table(name: str) -> Mapping[str, Any]:
-        t = doc.get(name, {})
-        if not isinstance(t, dict):
-            raise ValidateError(f"{p}: [{name}] must be a table")
-        return t
-
-    _keys(doc, {"experiment", "cluster", "controller", "job", "quick", "sim"}, str(p))
+def load_spec(doc: Table) -> ValidateSpec:
+    """A ``sim-vs-live`` spec; every problem is one line naming the key."""
     exp, cl, ctl, job, quick = (
-        table(n) for n in ("experiment", "cluster", "controller", "job", "quick")
+        doc.table(n) for n in ("experiment", "cluster", "controller", "job", "quick")
     )
-    w = f"{p}: [experiment]"
-    known = {"name", "policies", "loads", "jobs", "seed", "paper_nodes", "mean_runtime",
-             "runtime_power", "min_runtime", "max_runtime", "drain_timeout", "poll_s",
-             "quiet_limit", "quiet_timeout"}  # fmt: skip
-    _keys(exp, known, w)
-    policies = tuple(_get(exp, "policies", (list,), w, list(POLICIES)))
-    for pol in policies:
-        if pol not in POLICIES:
-            raise ValidateError(f"{w}.policies: {pol!r} is not one of {', '.join(POLICIES)}")
-    loads = tuple(float(x) for x in _get(exp, "loads", (list,), w, [0.5, 0.8]))
-    wc = f"{p}: [cluster]"
-    _keys(cl, {"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"}, wc)
-    cpus = cl.get("cpus_per_node")
-    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, _NUM) or cpus <= 0):
-        raise ValidateError(f"{wc}.cpus_per_node: a number > 0, e.g. 1")
-    wt = f"{p}: [controller]"
-    _keys(ctl, {"quantum"}, wt)
-    wj = f"{p}: [job]"
-    _keys(job, {"compute_ms", "target_cpu", "tune_rounds", "tune_tolerance", "device_wait_ms",
-                "bytes", "wait", "rate_seconds", "rate_repeats", "check_repeats"}, wj)  # fmt: skip
-    sims_raw = doc.get("sim", [{"label": "calibrated"}])
-    if not isinstance(sims_raw, list) or not sims_raw:
-        raise ValidateError(f"{p}: [[sim]] must be a list of tables", fix='[[sim]] label = "..."')
+    exp.only(_EXPERIMENT)
+    cl.only({"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"})
+    ctl.only({"quantum"})
+    job.only(_JOB)
+    quick.only(_QUICK)
     sims = []
-    for i, s in enumerate(sims_raw):
-        ws = f"{p}: [[sim]] #{i + 1}"
-        if not isinstance(s, dict):
-            raise ValidateError(f"{ws}: must be a table")
-        _keys(s, {"label", "calibration", "cpu"}, ws)
-        cpu = s.get("cpu", "measured")
-        if cpu != "measured" and (
-            isinstance(cpu, bool) or not isinstance(cpu, _NUM) or not 0 < cpu <= 1
-        ):
-            raise ValidateError(f'{ws}.cpu: "measured" or a CPU share in (0, 1]')
+    for s in doc.tables("sim", default=[{"label": "calibrated"}]):
+        s.only({"label", "calibration", "cpu"})
+        cpu = s.data.get("cpu", "measured")
+        if cpu != "measured":
+            cpu = s.number("cpu", above=0, maximum=1)
         sims.append(
             SimVariant(
-                label=_get(s, "label", (str,), ws, ...),
-                calibration=_get(s, "calibration", (str,), ws, "default"),
+                label=s.text("label"),
+                calibration=s.text("calibration", "default"),
                 cpu=None if cpu == "measured" else float(cpu),
             )
         )
+    if not sims:
+        raise doc.error("sim", "at least one [[sim]]", fix='[[sim]] label = "..."')
     if len({s.label for s in sims}) != len(sims):
-        raise ValidateError(f"{p}: [[sim]] labels must be unique")
-    wq = f"{p}: [quick]"
-    _keys(quick, {"jobs", "loads", "mean_runtime", "rate_seconds", "rate_repeats",
-                  "check_repeats", "drain_timeout"}, wq)  # fmt: skip
+        raise doc.error(None, "[[sim]] labels must be unique")
+    cpus = cl.number("cpus_per_node", None, above=0) if cl.has("cpus_per_node") else None
     spec = ValidateSpec(
-        name=_get(exp, "name", (str,), w, p.stem),
-        path=p,
-        policies=policies,
-        loads=loads,
-        jobs=_get(exp, "jobs", (int,), w, 100),
-        seed=_get(exp, "seed", (int,), w, 1),
-        paper_nodes=_get(exp, "paper_nodes", (int,), w, 16),
-        mean_runtime=float(_get(exp, "mean_runtime", _NUM, w, 2.5)),
-        runtime_power=float(_get(exp, "runtime_power", _NUM, w, 0.35)),
-        min_runtime=float(_get(exp, "min_runtime", _NUM, w, 0.5)),
-        max_runtime=float(_get(exp, "max_runtime", _NUM, w, 40.0)),
-        drain_timeout=float(_get(exp, "drain_timeout", _NUM, w, 600.0)),
-        poll_s=float(_get(exp, "poll_s", _NUM, w, 1.0)),
-        quiet_limit=float(_get(exp, "quiet_limit", _NUM, w, 0.15)),
-        quiet_timeout=float(_get(exp, "quiet_timeout", _NUM, w, 300.0)),
-        nodes=_get(cl, "nodes", (int,), wc, 2),
-        link=_get(cl, "link", (str,), wc, "myrinet"),
-        cpus_per_node=float(cpus) if cpus is not None else None,
-        cpu_mechanism=_get(cl, "cpu_mechanism", (str,), wc, "auto"),
-        cfs_period_us=_get(cl, "cfs_period_us", (int,), wc, 10_000),
-        cgroup=_get(cl, "cgroup", (str,), wc, "auto"),
-        quantum=float(_get(ctl, "quantum", _NUM, wt, 0.2)),
-        compute_ms=float(_get(job, "compute_ms", _NUM, wj, 2.0)),
-        target_cpu=float(_get(job, "target_cpu", _NUM, wj, 0.45)),
-        tune_rounds=_get(job, "tune_rounds", (int,), wj, 4),
-        tune_tolerance=float(_get(job, "tune_tolerance", _NUM, wj, 0.02)),
-        device_wait_ms=float(_get(job, "device_wait_ms", _NUM, wj, 2.5)),
-        nbytes=_get(job, "bytes", (int,), wj, 8193),
-        wait=_get(job, "wait", (str,), wj, "block"),
-        rate_seconds=float(_get(job, "rate_seconds", _NUM, wj, 2.0)),
-        rate_repeats=_get(job, "rate_repeats", (int,), wj, 3),
-        check_repeats=_get(job, "check_repeats", (int,), wj, 1),
+        name=exp.text("name", doc.path.stem),
+        path=doc.path,
+        policies=tuple(exp.items("policies", str, list(POLICIES), choices=POLICIES)),
+        loads=tuple(float(x) for x in exp.items("loads", (int, float), [0.5, 0.8])),
+        jobs=exp.integer("jobs", 100),
+        seed=exp.integer("seed", 1),
+        paper_nodes=exp.integer("paper_nodes", 16),
+        mean_runtime=exp.number("mean_runtime", 2.5),
+        runtime_power=exp.number("runtime_power", 0.35),
+        min_runtime=exp.number("min_runtime", 0.5),
+        max_runtime=exp.number("max_runtime", 40.0),
+        drain_timeout=exp.number("drain_timeout", 600.0),
+        poll_s=exp.number("poll_s", 1.0),
+        quiet_limit=exp.number("quiet_limit", 0.15),
+        quiet_timeout=exp.number("quiet_timeout", 300.0),
+        nodes=cl.integer("nodes", 2),
+        link=cl.text("link", "myrinet"),
+        cpus_per_node=cpus,
+        cpu_mechanism=cl.text("cpu_mechanism", "auto"),
+        cfs_period_us=cl.integer("cfs_period_us", 10_000),
+        cgroup=cl.text("cgroup", "auto"),
+        quantum=ctl.number("quantum", 0.2),
+        compute_ms=job.number("compute_ms", 2.0),
+        target_cpu=job.number("target_cpu", 0.45),
+        tune_rounds=job.integer("tune_rounds", 4),
+        tune_tolerance=job.number("tune_tolerance", 0.02),
+        device_wait_ms=job.number("device_wait_ms", 2.5),
+        nbytes=job.integer("bytes", 8193),
+        wait=job.text("wait", "block"),
+        rate_seconds=job.number("rate_seconds", 2.0),
+        rate_repeats=job.integer("rate_repeats", 3),
+        check_repeats=job.integer("check_repeats", 1),
         sims=tuple(sims),
-        quick=dict(quick),
+        quick=dict(quick.data),
     )
-    _check(spec, str(p))
-    _check(spec.quick_version(), f"{p}: [quick]")
+    _check(spec, str(doc.path))
+    _check(spec.quick_version(), f"{doc.path}: [quick]")
     return spec
+
+
+def read_spec(path: str | Path) -> ValidateSpec:
+    from testbed.experiment.fields import read_toml
+
+    return load_spec(Table.document(read_toml(path), path))
 
 
 def _check(s: ValidateSpec, where: str) -> None:
@@ -346,10 +326,10 @@ def _check(s: ValidateSpec, where: str) -> None:
         (s.tune_rounds >= 1 and s.tune_tolerance > 0, "tune_rounds >= 1, tune_tolerance > 0"),
         (s.rate_seconds > 0, "rate_seconds must be > 0"),
         (s.rate_repeats >= 1 and s.check_repeats >= 1, "rate_repeats, check_repeats >= 1"),
-    ]  # fmt: skip
+    ]
     for ok, what in problems:
         if not ok:
-            raise ValidateError(f"{where}: {what}")
+            raise SpecError(f"{where}: {what}")
 
 
 # ---- the stream (pure) ----------------------------------------------------------------------
@@ -527,8 +507,9 @@ def plan_jobs(
         it = r.iterations(e.runtime)
         d = r.dedicated(it)
         work.append((it, d))
-        sims.append(SimJob(job_id=e.index + 1, submit=e.lublin_submit, size=e.size, runtime=d,
-                           estimate=d))  # fmt: skip
+        sims.append(
+            SimJob(job_id=e.index + 1, submit=e.lublin_submit, size=e.size, runtime=d, estimate=d)
+        )
     scaled = scale_to_load(sims, nodes, load)
     first = min(j.submit for j in scaled)
     return [
@@ -540,15 +521,24 @@ def plan_jobs(
 def job_argv(spec: ValidateSpec, gcomp: int, iterations: int, python: str = "") -> list[str]:
     """The fine-grain job's command line (apps/synthetic.py flags)."""
     return [
-        python or sys.executable, "-m", "apps.synthetic",
-        "--iterations", str(iterations),
-        "--gcomp", str(gcomp),
-        "--gio", "1" if spec.device_wait_ms > 0 or spec.nbytes > 0 else "0",
-        "--bytes", str(spec.nbytes),
-        "--device-latency", f"{spec.device_wait_ms / 1000.0:g}",
-        "--wait", spec.wait,
-        "--connect-timeout", "120",
-    ]  # fmt: skip
+        python or sys.executable,
+        "-m",
+        "apps.synthetic",
+        "--iterations",
+        str(iterations),
+        "--gcomp",
+        str(gcomp),
+        "--gio",
+        "1" if spec.device_wait_ms > 0 or spec.nbytes > 0 else "0",
+        "--bytes",
+        str(spec.nbytes),
+        "--device-latency",
+        f"{spec.device_wait_ms / 1000.0:g}",
+        "--wait",
+        spec.wait,
+        "--connect-timeout",
+        "120",
+    ]
 
 
 # ---- results ----------------------------------------------------------------------------------
@@ -628,9 +618,11 @@ class ValidationResult:
     rates: Rates | None = None
     live: list[LiveRun] = field(default_factory=list)
     sim: list[SimRun] = field(default_factory=list)
+    # how each run's simulated response moves with the dedicated rate (rate_sensitivity)
+    sensitivity: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_json(self) -> str:
-        d = {
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "meta": self.meta,
             "stream": [asdict(e) for e in self.stream],
             "rates": self.rates.to_dict() if self.rates else None,
@@ -639,8 +631,8 @@ class ValidationResult:
                 for r in self.live
             ],
             "sim": [{**asdict(r), "cpu": {str(k): v for k, v in r.cpu.items()}} for r in self.sim],
+            "sensitivity": self.sensitivity,
         }
-        return json.dumps(d, indent=1) + "\n"
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ValidationResult:
@@ -664,13 +656,14 @@ class ValidationResult:
             rates=Rates.from_dict(d["rates"]) if d.get("rates") else None,
             live=live,
             sim=sims,
+            sensitivity=list(d.get("sensitivity") or []),
         )
 
     def run_rates(self, run: LiveRun) -> dict[int, SizeRate]:
         """The dedicated behaviour around ``run`` (:func:`blend` of the measurements before
         and after it; runs are kept in the order they ran)."""
         if self.rates is None:
-            raise ValidateError("no dedicated-rate measurement in the result")
+            raise LiveError("no dedicated-rate measurement in the result")
         k = next(i for i, r in enumerate(self.live) if r is run)
         before = self.rates if k == 0 else (self.live[k - 1].rates_after or self.rates)
         return blend(before, run.rates_after)
@@ -683,14 +676,16 @@ class ValidationResult:
 
 
 def read_result(path: Path) -> ValidationResult:
+    """The sim-vs-live data of a results.json (what ``--resimulate`` starts from)."""
+    from testbed.experiment import pipeline
+
+    res = pipeline.read(path)
+    if res.kind != "sim-vs-live":
+        raise SpecError(f"{path}: a {res.kind} results.json, not sim-vs-live")
     try:
-        return ValidationResult.from_dict(json.loads(path.read_text()))
-    except OSError as e:
-        raise ValidateError(
-            f"{path}: {e.strerror or e}", fix="run the live part first (as root, without flags)"
-        ) from None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise ValidateError(f"{path}: not a validation result ({e})") from None
+        return ValidationResult.from_dict(res.data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise LiveError(f"{path}: not a validation result ({e})") from None
 
 
 # ---- the simulated side (seconds) ---------------------------------------------------------
@@ -724,30 +719,64 @@ def sim_jobs(run: LiveRun, cpu: Mapping[int, float], rates: Mapping[int, SizeRat
     return out
 
 
-def run_sim(
+def sim_params(
     run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Mapping[int, SizeRate]
-) -> SimRun:
-    """One live run through the simulator (exact mode, same quantum and policy); ``rates``:
-    the dedicated behaviour around the run (:meth:`ValidationResult.run_rates`)."""
-    from controller.policies.base import GangPolicy
-    from controller.policies.registry import make_policy
+) -> dict[str, Any]:
+    """Everything one simulation of a live run depends on (a sweep run's parameters)."""
+    from testbed.experiment.results import repo_relative
     from testbed.sim.calibration import resolve_calibration
-    from testbed.sim.engine import simulate
-    from testbed.sim.results import SimConfig
 
     cal = resolve_calibration(None if variant.calibration == "default" else variant.calibration)
     if cal.context_switch >= spec.quantum:
-        raise ValidateError(
+        raise SpecError(
             f"calibrated context switch {cal.context_switch} s is not below the quantum "
             f"{spec.quantum} s",
             fix="use a longer quantum",
         )
-    sizes = {j.size for j in run.jobs}
-    cpu = {s: (variant.cpu if variant.cpu is not None else rates[s].cpu_share) for s in sizes}
-    jobs = sim_jobs(run, cpu, rates)
-    policy = make_policy(run.policy, spec.nodes, {})
+    sizes = sorted({j.size for j in run.jobs})
+    return {
+        "variant": variant.label,
+        "policy": run.policy,
+        "load": run.load,
+        "nodes": spec.nodes,
+        "quantum": spec.quantum,
+        "calibration": repo_relative(cal.source),
+        "interference": cal.interference,
+        "context_switch": cal.context_switch,
+        "cpu": {
+            str(s): variant.cpu if variant.cpu is not None else rates[s].cpu_share for s in sizes
+        },
+        "rates": {
+            str(s): {"rate": rates[s].rate, "overhead_s": rates[s].overhead_s} for s in sizes
+        },
+        "jobs": [[j.index, j.size, j.iterations, j.submit_s, j.arrival_s] for j in run.jobs],
+    }
+
+
+def simulate_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """One live run through the simulator (a sweep run: module-level, JSON in and out)."""
+    from controller.policies.base import GangPolicy
+    from controller.policies.registry import make_policy
+    from testbed.sim.engine import simulate
+    from testbed.sim.results import SimConfig
+
+    cpu = {int(k): float(v) for k, v in params["cpu"].items()}
+    rates = {
+        int(k): SizeRate(int(k), v["rate"], v["overhead_s"], cpu[int(k)])
+        for k, v in params["rates"].items()
+    }
+    live = LiveRun(
+        policy=str(params["policy"]),
+        load=float(params["load"]),
+        jobs=[
+            LiveJob(i, size, it, 0.0, arr, submit_s=sub) for i, size, it, sub, arr in params["jobs"]
+        ],
+    )
+    jobs = sim_jobs(live, cpu, rates)
+    nodes = int(params["nodes"])
+    policy = make_policy(live.policy, nodes, {})
     if not isinstance(policy, GangPolicy):
-        raise ValidateError(f"{run.policy} is not a gang policy")
+        raise SpecError(f"{live.policy} is not a gang policy")
     rows: list[tuple[float, int]] = []
     inner = policy.next_quantum
     view = policy.matrix_view
@@ -759,10 +788,10 @@ def run_sim(
 
     policy.next_quantum = next_quantum  # type: ignore[method-assign]
     config = SimConfig(
-        nodes=spec.nodes,
-        quantum=spec.quantum,
-        context_switch=cal.context_switch,
-        interference=cal.interference,
+        nodes=nodes,
+        quantum=float(params["quantum"]),
+        context_switch=float(params["context_switch"]),
+        interference=float(params["interference"]),
         mode="exact",
     )
     t0 = time.perf_counter()
@@ -775,68 +804,127 @@ def run_sim(
         return None if math.isnan(x) else x
 
     times = [
-        SimJobTimes(lj.index, sj.runtime, sj.submit, f(res.start[by_id[sj.job_id]]),
-                    f(res.end[by_id[sj.job_id]]))
-        for lj, sj in zip(run.jobs, jobs, strict=True)
-    ]  # fmt: skip
-    return SimRun(
-        variant=variant.label,
-        policy=run.policy,
-        load=run.load,
-        calibration=cal.source,
-        interference=cal.interference,
-        context_switch=cal.context_switch,
+        SimJobTimes(
+            lj.index,
+            sj.runtime,
+            sj.submit,
+            f(res.start[by_id[sj.job_id]]),
+            f(res.end[by_id[sj.job_id]]),
+        )
+        for lj, sj in zip(live.jobs, jobs, strict=True)
+    ]
+    sim = SimRun(
+        variant=str(params["variant"]),
+        policy=live.policy,
+        load=live.load,
+        calibration=str(params["calibration"]),
+        interference=float(params["interference"]),
+        context_switch=float(params["context_switch"]),
         cpu=cpu,
         jobs=times,
         rows=_thin_rows(rows),
-        matching_success_rate=(m.matched / m.quanta) if m and m.quanta and
-        run.policy != "gang" else None,
+        matching_success_rate=(m.matched / m.quanta)
+        if m and m.quanta and live.policy != "gang"
+        else None,
         quanta=m.quanta if m else 0.0,
         seconds=seconds,
-    )  # fmt: skip
+    )
+    return {**asdict(sim), "cpu": {str(k): v for k, v in cpu.items()}}
+
+
+def _sim_run(d: Mapping[str, Any]) -> SimRun:
+    r = dict(d)
+    r["jobs"] = [SimJobTimes(**j) for j in r["jobs"]]
+    r["rows"] = [tuple(x) for x in r.get("rows", [])]
+    r["cpu"] = {int(k): float(v) for k, v in r["cpu"].items()}
+    return SimRun(**r)
+
+
+def run_sim(
+    run: LiveRun, spec: ValidateSpec, variant: SimVariant, rates: Mapping[int, SizeRate]
+) -> SimRun:
+    """One live run through the simulator (exact mode, same quantum and policy); ``rates``:
+    the dedicated behaviour around the run (:meth:`ValidationResult.run_rates`)."""
+    return _sim_run(simulate_one(sim_params(run, spec, variant, rates), 0))
+
+
+def _sweep(specs: list[RunSpec], sweep: SweepOptions | None, desc: str) -> list[dict[str, Any]]:
+    res = run_sweep(specs, sweep or SweepOptions(desc=desc))
+    if res.failed:
+        raise LiveError(
+            f"{len(res.failed)} of {len(specs)} simulations failed: {res.failed[0].error}"
+        )
+    return [dict(r) for r in res.results if r is not None]
+
+
+SENSITIVITY_FACTORS = (0.9, 0.95, 1.0, 1.05, 1.1)
 
 
 def rate_sensitivity(
     result: ValidationResult,
     spec: ValidateSpec,
-    factors: Sequence[float] = (0.9, 0.95, 1.0, 1.05, 1.1),
+    factors: Sequence[float] = SENSITIVITY_FACTORS,
     variant: str = "calibrated",
-) -> list[str]:
+    sweep: SweepOptions | None = None,
+) -> list[dict[str, Any]]:
     """How much the simulated mean response of each live run depends on the dedicated rate.
 
     The dedicated rate drifts between measurements (docs/experiments.md, "Simulator vs
     live"); near saturation a few percent of rate move the response far more. Each run is
     simulated again with every size's rate times each factor, and once with the first
-    rate measurement (before any run) instead of the one around it.
+    rate measurement (before any run) instead of the one around it. One entry per live run:
+    ``live`` (its mean response), ``factors`` (factor -> simulated mean response) and
+    ``first``.
     """
     var = next((v for v in spec.sims if v.label == variant), None)
     if var is None:
-        raise ValidateError(
+        raise SpecError(
             f"no [[sim]] variant {variant!r} in {spec.path}",
             fix="use one of: " + ", ".join(v.label for v in spec.sims),
         )
     if result.rates is None:
-        raise ValidateError("no dedicated-rate measurement in the result")
-
-    def mean_response(run: LiveRun, rates: Mapping[int, SizeRate]) -> float:
-        times = run_sim(run, spec, var, rates).jobs
-        r = [j.end_s - j.submit_s for j in times if j.end_s is not None]
-        return sum(r) / len(r) if r else math.nan
-
-    lines = []
+        raise LiveError("no dedicated-rate measurement in the result")
+    runs: list[RunSpec] = []
     for run in result.live:
-        live = [j.response_s for j in run.jobs if j.response_s is not None]
-        lm = sum(live) / len(live) if live else math.nan
         around = result.run_rates(run)
-        cells = []
         for f in factors:
             scaled = {s: replace(r, rate=r.rate * f) for s, r in around.items()}
-            cells.append(f"x{f:.2f} {mean_response(run, scaled):.2f}")
-        first = mean_response(run, dict(result.rates.sizes))
+            runs.append(RunSpec("sim-vs-live", sim_params(run, spec, var, scaled), 0, simulate_one))
+        runs.append(
+            RunSpec(
+                "sim-vs-live", sim_params(run, spec, var, dict(result.rates.sizes)), 0, simulate_one
+            )
+        )
+    sims = iter(_sweep(runs, sweep, "rate sensitivity"))
+    out = []
+    for run in result.live:
+        live = [j.response_s for j in run.jobs if j.response_s is not None]
+        per = {f"{f:g}": _mean_response(_sim_run(next(sims))) for f in factors}
+        out.append(
+            {
+                "policy": run.policy,
+                "load": run.load,
+                "live": statistics.fmean(live) if live else math.nan,
+                "factors": per,
+                "first": _mean_response(_sim_run(next(sims))),
+            }
+        )
+    return out
+
+
+def _mean_response(sim: SimRun) -> float:
+    r = [j.end_s - j.submit_s for j in sim.jobs if j.end_s is not None]
+    return statistics.fmean(r) if r else math.nan
+
+
+def sensitivity_lines(result: ValidationResult) -> list[str]:
+    lines = []
+    for s in result.sensitivity:
+        cells = ", ".join(f"x{float(f):.2f} {v:.2f}" for f, v in s["factors"].items())
+        first, lm = s["first"], s["live"]
         lines.append(
-            f"{run.policy:12s} load {run.load}: live {lm:.2f} s; simulated, rate "
-            + ", ".join(cells)
-            + f"; with the first measurement {first:.2f} ({(first / lm - 1) * 100:+.1f}%)"
+            f"{s['policy']:12s} load {s['load']}: live {lm:.2f} s; simulated, rate {cells}; "
+            f"with the first measurement {first:.2f} ({(first / lm - 1) * 100:+.1f}%)"
         )
     return lines
 
@@ -850,85 +938,29 @@ def _thin_rows(rows: list[tuple[float, int]], step: float = 0.5) -> list[tuple[f
     return out
 
 
-def simulate_all(result: ValidationResult, spec: ValidateSpec, say: Say = print) -> None:
-    """Every ``[[sim]]`` variant of every live run (replaces ``result.sim``)."""
+def simulate_all(
+    result: ValidationResult,
+    spec: ValidateSpec,
+    say: Say = print,
+    sweep: SweepOptions | None = None,
+) -> None:
+    """Every ``[[sim]]`` variant of every live run (replaces ``result.sim``), and how the
+    first variant's responses move with the dedicated rate (``result.sensitivity``)."""
     if result.rates is None or not result.live:
-        raise ValidateError(
-            "no live runs in the saved result", fix="run the live part first (as root)"
-        )
-    result.sim = []
-    for variant in spec.sims:
-        for run in result.live:
-            s = run_sim(run, spec, variant, result.run_rates(run))
-            result.sim.append(s)
-            say(f"sim {variant.label}: {run.policy} at load {run.load:g} ({s.seconds:.2f} s)")
+        raise LiveError("no live runs in the saved result", fix="run the live part first (as root)")
+    runs = [
+        RunSpec("sim-vs-live", sim_params(run, spec, v, result.run_rates(run)), 0, simulate_one)
+        for v in spec.sims
+        for run in result.live
+    ]
+    result.sim = [_sim_run(d) for d in _sweep(runs, sweep, "simulations")]
+    for s in result.sim:
+        say(f"sim {s.variant}: {s.policy} at load {s.load:g} ({s.seconds:.2f} s)")
+    result.sensitivity = rate_sensitivity(result, spec, variant=spec.sims[0].label, sweep=sweep)
     result.meta["simulated"] = time.strftime("%Y-%m-%d %H:%M:%S")
 
 
 # ---- the live side (root) ---------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _controller(
-    state_path: str, policy: str, quantum: float, run_dir: Path, params: Sequence[str] = ()
-) -> Iterator[Any]:
-    """A fresh controller on the cluster; its client; shut down and reaped on exit.
-    ``params``: the policy's ``K=V`` parameters (controller ``--param``)."""
-    from controller.client import ControllerClient, ControllerError
-    from testbed.experiment.paired.run import _stop, _wait_socket
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable, "-m", "controller",
-        "--policy", policy,
-        "--quantum", str(quantum),
-        "--cluster-state", state_path,
-        "--run-dir", str(run_dir),
-        "--log-level", "WARNING",
-    ]  # fmt: skip
-    for kv in params:
-        cmd += ["--param", kv]
-    with (run_dir / "controller.log").open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    client = ControllerClient(str(run_dir / "controller.sock"), retry=20.0, timeout=10.0)
-    try:
-        _wait_socket(run_dir / "controller.sock", proc)
-        yield client
-        with contextlib.suppress(ControllerError, OSError):
-            client.request("shutdown", checkpoint=False)
-    finally:
-        client.close()
-        _stop(proc)
-
-
-def _submit(client: Any, name: str, size: int, argv: list[str]) -> int:
-    res = client.request(
-        "submit",
-        spec={"name": name, "size": size, "argv": argv, "class": "production", "cwd": str(REPO)},
-    )
-    return int(res["job_id"])
-
-
-def _reports(client: Any, jid: int) -> list[dict[str, Any]]:
-    """Every rank's JSON report, in rank order, each with ``_written``: when its output file
-    was last written (wall clock) -- the program prints the report as its loop ends."""
-    from testbed.experiment.paired.run import _last_json
-
-    out = []
-    with contextlib.suppress(Exception):
-        for r in client.request("job", job_id=jid).get("ranks") or []:
-            if r.get("stdout"):
-                path = Path(r["stdout"])
-                doc = _last_json(path)
-                with contextlib.suppress(OSError):
-                    doc["_written"] = path.stat().st_mtime
-                out.append(doc)
-    return out
-
-
-def _rank0_report(client: Any, jid: int) -> dict[str, Any]:
-    reports = _reports(client, jid)
-    return reports[0] if reports else {}
 
 
 def split_overhead(
@@ -940,22 +972,6 @@ def split_overhead(
     if written is None or loop_s is None:
         return None, None
     return written - loop_s - start, end - written
-
-
-def _records(client: Any) -> dict[int, dict[str, Any]]:
-    return {int(r["job_id"]): r for r in client.request("jobs", all=True)}
-
-
-def _wait_ended(client: Any, ids: Sequence[int], timeout: float) -> dict[int, dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        recs = _records(client)
-        mine = {j: recs[j] for j in ids if j in recs}
-        if len(mine) == len(ids) and all(r["state"] in TERMINAL for r in mine.values()):
-            return mine
-        if time.monotonic() > deadline:
-            raise ValidateError(f"jobs {list(ids)} did not end within {timeout:g} s")
-        time.sleep(0.1)
 
 
 def next_gcomp(gcomp: int, share: float, target: float) -> int:
@@ -992,11 +1008,11 @@ def _alone(
 ) -> dict[str, float]:
     """One job of ``size`` alone for about ``rate_seconds``: rate, overhead, CPU share."""
     iterations = max(10, round(spec.rate_seconds / spec.iteration_s()))
-    jid = _submit(client, name, size, job_argv(spec, gcomp, iterations))
-    rec = _wait_ended(client, [jid], spec.rate_seconds * 10 + 60)[jid]
-    reports = _reports(client, jid)
+    jid = harness_jobs.submit(client, name, size, job_argv(spec, gcomp, iterations))
+    rec = harness_jobs.wait_ended(client, [jid], spec.rate_seconds * 10 + 60, poll=0.1)[jid]
+    reports = harness_jobs.rank_reports(client, jid, written=True)
     if rec["state"] != "done" or not reports or "barriers_per_second" not in reports[0]:
-        raise ValidateError(
+        raise LiveError(
             f"rate measurement: job {jid} (size {size}) {rec['state']}",
             fix=f"see {run_dir}/controller.log and the job's output",
         )
@@ -1040,7 +1056,7 @@ def measure_rates(
     samples: dict[int, list[dict[str, float]]] = {s: [] for s in sizes}
     tuning: list[dict[str, float]] = []
     before = hostload.sample(reader)
-    with _controller(state_path, "gang", spec.quantum, run_dir) as client:
+    with controller(state_path, "gang", spec.quantum, run_dir) as client:
 
         def undisturbed(size: int, name: str) -> dict[str, float]:
             # a sample the host disturbed (a foreign process took part of a node's core)
@@ -1101,7 +1117,7 @@ def run_live(
     run.quiet_before = _quiet(spec, reader, say)
     began = time.monotonic()
     before = hostload.sample(reader)
-    with _controller(state_path, policy, spec.quantum, run_dir) as client:
+    with controller(state_path, policy, spec.quantum, run_dir) as client:
         ids: dict[int, LiveJob] = {}
         t0 = time.monotonic()
         wall0: float | None = None
@@ -1124,12 +1140,13 @@ def run_live(
             due = t0 + pending[k].arrival_s
             if now >= due:
                 j = pending[k]
-                jid = _submit(client, f"v{j.index:03d}-s{j.size}", j.size,
-                              job_argv(spec, gcomp, j.iterations))  # fmt: skip
+                jid = harness_jobs.submit(
+                    client, f"v{j.index:03d}-s{j.size}", j.size, job_argv(spec, gcomp, j.iterations)
+                )
                 j.job_id, j.state = jid, "submitted"
                 ids[jid] = j
                 if wall0 is None:
-                    wall0 = float(_records(client)[jid]["submit_time"])
+                    wall0 = float(harness_jobs.records(client)[jid]["submit_time"])
                 k += 1
             elif now >= next_poll:
                 poll()
@@ -1138,7 +1155,7 @@ def run_live(
         deadline = time.monotonic() + spec.drain_timeout
         kill_sent = False
         while True:
-            recs = _records(client)
+            recs = harness_jobs.records(client)
             if all(recs.get(i, {}).get("state") in TERMINAL for i in ids):
                 break
             if time.monotonic() > deadline and not kill_sent:
@@ -1159,19 +1176,28 @@ def run_live(
         if policy != "gang":
             run.matching_success_ratio = status.get("matching_success_ratio")
         run.status = {
-            k_: status.get(k_) for k_ in ("quanta", "skew_p50_s", "skew_p99_s",
-                                          "cluster_cpu_utilization", "slot_partner_ratio")
-        }  # fmt: skip
+            k_: status.get(k_)
+            for k_ in (
+                "quanta",
+                "skew_p50_s",
+                "skew_p99_s",
+                "cluster_cpu_utilization",
+                "slot_partner_ratio",
+            )
+        }
         base = wall0 or 0.0
         for jid, j in ids.items():
             r = recs.get(jid) or {}
             j.state = str(r.get("state", "unknown"))
-            for attr, key in (("submit_s", "submit_time"), ("start_s", "start_time"),
-                              ("end_s", "end_time")):  # fmt: skip
+            for attr, key in (
+                ("submit_s", "submit_time"),
+                ("start_s", "start_time"),
+                ("end_s", "end_time"),
+            ):
                 v = r.get(key)
                 setattr(j, attr, round(float(v) - base, 6) if isinstance(v, int | float) else None)
             j.cpu_s = float(r.get("cpu_s") or 0.0)
-            rep = _rank0_report(client, jid)
+            rep = harness_jobs.rank0_report(client, jid, written=True)
             j.cpu_ratio = rep.get("cpu_ratio")
             j.barriers = rep.get("barriers")
             j.loop_cpu_s = rep.get("cpu_seconds")
@@ -1183,95 +1209,98 @@ def run_live(
     return run
 
 
-def _host() -> dict[str, Any]:
-    import platform
-
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
-    return {"kernel": platform.release(), "cores": len(os.sched_getaffinity(0)),
-            "commit": commit or "unknown"}  # fmt: skip
-
-
-def _cluster_reader() -> Callable[[], float] | None:
-    """CPU seconds of the cluster's cgroup (jobs and agents), for what the host did besides."""
-    from testbed.cluster import cluster as cluster_mod
-    from testbed.cluster import state as state_mod
-    from testbed.experiment.harness import hostload
-
-    st = state_mod.load(cluster_mod.Env().sdir())
-    return hostload.cluster_cpu_reader(st) if st is not None else None
-
-
 def run_validation(
-    spec: ValidateSpec, out: Path, *, quick: bool, reuse_cluster: bool = False, say: Say = print
+    spec: ValidateSpec,
+    out: Path,
+    *,
+    quick: bool,
+    reuse_cluster: bool = False,
+    say: Say = print,
+    save: Callable[[ValidationResult], None] | None = None,
+    sweep: SweepOptions | None = None,
 ) -> ValidationResult:
     """Rates, then every (policy, load) live, each followed by a rate check, then the
-    simulations; the result is saved after every step."""
-    from testbed.experiment.cdc.run import calibrate as ns_per_iteration
-    from testbed.experiment.paired.run import ExperimentError, _cluster
+    simulations; ``save`` after every step."""
+    from testbed.experiment import results as results_mod
+    from testbed.experiment.harness.cluster import cluster_cpu_reader, local_cluster, require_root
+    from testbed.experiment.harness.loopcost import ns_per_iteration
 
-    if os.geteuid() != 0:
-        raise ValidateError(
-            "the live runs need root (network namespaces, cgroups)",
-            fix="run with sudo, or pass --sim-only / --report-only to work on saved data",
-        )
+    require_root("the live runs")
     out.mkdir(parents=True, exist_ok=True)
     stream = make_stream(spec)
     clipped = sum(e.clipped for e in stream)
     meta: dict[str, Any] = {
         "spec": spec.to_dict(),
         "quick": quick,
-        "host": _host(),
+        "host": results_mod.host_facts(),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     result = ValidationResult(meta=meta, stream=stream)
-    save = out / "results.json"
-    work = Path(f"/tmp/cosched-validate-{os.getpid()}")
+
+    def keep() -> None:
+        if save is not None:
+            save(result)
+
+    work = Path(tempfile.mkdtemp(prefix="cosched-validate-"))  # run dirs, controller logs
     ns = ns_per_iteration()
     say(f"compute loop: {ns:.1f} ns per iteration; {len(stream)} jobs, {clipped} run times clipped")
-    try:
-        with _cluster(spec, reuse_cluster, say) as cluster:
-            meta["cluster"] = {k: v for k, v in cluster.items() if k != "state"}
-            reader = _cluster_reader()
-            say(f"dedicated rates ({spec.rate_repeats} x each size):")
-            gcomp = max(1, round(spec.compute_ms * 1e6 / ns))
-            rates = measure_rates(spec, cluster["state"], gcomp, spec.rate_repeats,
-                                  work / "rates", say, reader, tune=True)  # fmt: skip
-            rates.ns_per_iteration = ns
-            result.rates = rates
-            save.write_text(result.to_json())
-            total = len(spec.policies) * len(spec.loads)
-            n = 0
-            for load in spec.loads:
-                planned = plan_jobs(stream, rates, spec.nodes, load)
-                for policy in spec.policies:
-                    n += 1
-                    span = max(p.arrival_s for p in planned)
-                    say(f"[{n}/{total}] {policy}, load {load:g}: {len(planned)} jobs over "
-                        f"{span:.0f} s")  # fmt: skip
-                    run = run_live(spec, policy, load, planned, rates.gcomp, cluster["state"],
-                                   work / f"{policy}-{load:g}", reader, say)  # fmt: skip
-                    result.live.append(run)
-                    say("    " + live_line(run))
-                    say(f"    dedicated rates after it ({spec.check_repeats} x each size):")
-                    run.rates_after = measure_rates(spec, cluster["state"], rates.gcomp,
-                                                    spec.check_repeats, work / f"rates-{n}",
-                                                    say, reader)  # fmt: skip
-                    run.rates_after.ns_per_iteration = ns
-                    save.write_text(result.to_json())  # partial results survive
-    except ExperimentError as e:
-        raise ValidateError(str(e)) from None
+    with local_cluster(spec, reuse_cluster, say) as cluster:
+        meta["cluster"] = {k: v for k, v in cluster.items() if k != "state"}
+        reader = cluster_cpu_reader()
+        say(f"dedicated rates ({spec.rate_repeats} x each size):")
+        gcomp = max(1, round(spec.compute_ms * 1e6 / ns))
+        rates = measure_rates(
+            spec, cluster["state"], gcomp, spec.rate_repeats, work / "rates", say, reader, tune=True
+        )
+        rates.ns_per_iteration = ns
+        result.rates = rates
+        keep()
+        total = len(spec.policies) * len(spec.loads)
+        n = 0
+        for load in spec.loads:
+            planned = plan_jobs(stream, rates, spec.nodes, load)
+            for policy in spec.policies:
+                n += 1
+                span = max(p.arrival_s for p in planned)
+                say(f"[{n}/{total}] {policy}, load {load:g}: {len(planned)} jobs over {span:.0f} s")
+                run = run_live(
+                    spec,
+                    policy,
+                    load,
+                    planned,
+                    rates.gcomp,
+                    cluster["state"],
+                    work / f"{policy}-{load:g}",
+                    reader,
+                    say,
+                )
+                result.live.append(run)
+                say("    " + live_line(run))
+                say(f"    dedicated rates after it ({spec.check_repeats} x each size):")
+                run.rates_after = measure_rates(
+                    spec,
+                    cluster["state"],
+                    rates.gcomp,
+                    spec.check_repeats,
+                    work / f"rates-{n}",
+                    say,
+                    reader,
+                )
+                run.rates_after.ns_per_iteration = ns
+                keep()  # partial results survive
     meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
-    simulate_all(result, spec, say)
-    save.write_text(result.to_json())
+    simulate_all(result, spec, say, sweep)
     return result
 
 
 def live_line(run: LiveRun) -> str:
     done = [j for j in run.jobs if j.response_s is not None]
     resp = sum(j.response_s or 0.0 for j in done) / len(done) if done else math.nan
-    parts = [f"{len(done)}/{len(run.jobs)} done", f"mean response {resp:.2f} s",
-             f"{run.quanta} quanta"]  # fmt: skip
+    parts = [
+        f"{len(done)}/{len(run.jobs)} done",
+        f"mean response {resp:.2f} s",
+        f"{run.quanta} quanta",
+    ]
     if run.matching_success_ratio is not None:
         parts.append(f"matched {run.matching_success_ratio:.0%}")
     if run.other_cores is not None:
@@ -1279,105 +1308,3 @@ def live_line(run: LiveRun) -> str:
     if run.killed:
         parts.append(f"{run.killed} killed at the drain timeout")
     return ", ".join(parts)
-
-
-# ---- entry point -------------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m testbed.experiment.simvslive.study",
-        description="Simulator vs live cluster on a Lublin stream "
-        "(Wiseman & Feitelson 2003 §4.2 scaled "
-        "down): strict and paired gang at two loads, live and simulated; writes report.md, "
-        "PNGs and results.json.",
-    )
-    ap.add_argument("spec", nargs="?", default=str(DEFAULT_SPEC),
-                    help="default experiments/sim-vs-live.toml")  # fmt: skip
-    ap.add_argument("--out", type=Path, default=None,
-                    help="default results/<name> (results/<name>-quick with --quick)")  # fmt: skip
-    ap.add_argument(
-        "--quick",
-        action="store_true",
-        help="the [quick] table: a handful of jobs at one load (about 2 minutes)",
-    )
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--sim-only",
-        action="store_true",
-        help="re-run the simulations on OUT/results.json's live data (no root)",
-    )
-    mode.add_argument(
-        "--report-only", action="store_true", help="rewrite the report from OUT/results.json"
-    )
-    mode.add_argument(
-        "--rate-sensitivity",
-        action="store_true",
-        help="print how OUT/results.json's simulated responses move with the dedicated rate "
-        "(x0.9 to x1.1, and with the first measurement) (no root)",
-    )
-    ap.add_argument(
-        "--reuse-cluster",
-        action="store_true",
-        help="run on a cluster that is already up (same node count)",
-    )
-    args = ap.parse_args(argv)
-    from testbed.experiment.simvslive import report as validatereport
-
-    try:
-        spec = load_spec(args.spec)
-        if args.quick:
-            spec = spec.quick_version()
-        out = args.out or Path("results") / (spec.name + ("-quick" if args.quick else ""))
-        if args.rate_sensitivity:
-            for line in rate_sensitivity(read_result(out / "results.json"), spec):
-                print(line)
-            return 0
-        if args.report_only or args.sim_only:
-            result = read_result(out / "results.json")
-            if args.sim_only:
-                simulate_all(result, spec, print)
-                (out / "results.json").write_text(result.to_json())
-        else:
-            result = run_validation(spec, out, quick=args.quick, reuse_cluster=args.reuse_cluster)
-        for p in validatereport.write_report(result, out):
-            print(p)
-        for line in validatereport.verdict_lines(result):
-            print(line)
-    except CoschedError as e:
-        print(f"validate: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("validate: interrupted", file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
-__all__ = [
-    "LiveJob",
-    "LiveRun",
-    "PlannedJob",
-    "Rates",
-    "SimRun",
-    "SimVariant",
-    "SizeRate",
-    "StreamEntry",
-    "ValidateError",
-    "ValidateSpec",
-    "ValidationResult",
-    "job_argv",
-    "load_spec",
-    "make_stream",
-    "map_runtimes",
-    "map_size",
-    "plan_jobs",
-    "rate_sensitivity",
-    "read_result",
-    "run_sim",
-    "simulate_all",
-    "summarize_rates",
-]
