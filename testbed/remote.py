@@ -655,16 +655,17 @@ def _write(path: Path, text: str) -> None:
 
 
 def op_clean(conn: Connection, host: RemoteHost) -> HostReport:
-    """Stop the host's daemons, then ``cosched clean`` there. An emulated node of
-    ``cluster up --ssh`` (``cosched_emulated: true``) shares the kernel of every other
-    node: ``cosched clean`` there would take the whole local cluster down (and the
-    session's own sshd with it), so it is skipped and said so."""
+    """Stop the host's daemons, then ``cosched clean`` there. A node of the local cluster
+    reached over SSH (``cluster up --ssh``: ``cosched_local_cluster: true``) shares the
+    kernel of every other node: ``cosched clean`` there would take the whole local
+    cluster down (and the session's own sshd with it), so it is skipped and said so."""
     stopped = op_stop()(conn, host)
     lines = list(stopped.lines) if daemons_of(host) else []
-    if host.var("cosched_emulated"):
+    # cosched_emulated: the variable's name in inventories written before it was renamed
+    if host.var("cosched_local_cluster") or host.var("cosched_emulated"):
         lines.append(
-            "cosched clean: skipped on an emulated node (one kernel for the whole local "
-            "cluster) — `cosched cluster down` on the host removes it all"
+            "cosched clean: skipped on a node of the local cluster (one kernel for the "
+            "whole cluster) — `cosched cluster down` on the host removes it all"
         )
         return HostReport(host, stopped.ok, lines)
     r = _sh(conn, clean_script(host), timeout=120)

@@ -1,7 +1,7 @@
 """``cosched cluster up --ssh``: an sshd in every node, and an Ansible inventory for them.
 
-Real nodes are reached over SSH (Ansible, ``cosched remote``); the emulated
-nodes are made reachable the same way so the same playbook and the same
+Real nodes are reached over SSH (Ansible, ``cosched remote``); the local
+cluster's nodes are made reachable the same way so the same playbook and the same
 ``cosched remote`` run against them (issue 10). Per cluster, under
 ``<state dir>/ssh`` (0700, made by us, so no one else can plant a link in it):
 
@@ -222,7 +222,7 @@ def _y(value: object) -> str:
 def render_inventory(
     hosts: list[SshHost], paths: SshPaths, systemd_vars: dict[str, Any] | None = None
 ) -> str:
-    """The Ansible inventory of the emulated cluster (groups controller, agents, monitor;
+    """The Ansible inventory of the local cluster (groups controller, agents, monitor;
     variable names of ansible/inventory/example/hosts.yml). ``systemd_vars``: the nodes
     are systemd containers (testbed/cluster/nspawn.py), each with its own file system,
     and these variables fit the playbook to them."""
@@ -231,12 +231,12 @@ def render_inventory(
     nodes = [h for h in hosts if h.name != HEAD]
     if systemd_vars is None:
         about = [
-            "# The emulated nodes share this host's file system, processes and users;",
+            "# The local cluster's nodes share this host's file system, processes and users;",
             "# each has its own network namespace and its sshd on its control address.",
         ]
         # One kernel for every node: `cosched remote clean` must not run `cosched clean`
         # on one of them (it would take the whole local cluster down).
-        extra = ["    cosched_emulated: true"]
+        extra = ["    cosched_local_cluster: true"]
     else:
         about = [
             "# systemd nodes (`cluster up --systemd`): Debian containers with systemd as",

@@ -129,7 +129,7 @@ def add_commands(subparsers: Any) -> None:
         "stop the daemons and run `cosched clean` on each host",
         "Stop each host's daemons, then run `cosched clean` there (with the node's "
         "cosched_state_dir) to remove every cosched namespace, link and cgroup it has. On "
-        "the emulated nodes of `cluster up --ssh` (cosched_emulated: true) only the "
+        "the local cluster's nodes of `cluster up --ssh` (cosched_local_cluster: true) only the "
         "daemons are stopped: they share one kernel, and `cosched clean` on one would take "
         "the whole local cluster down; `cosched cluster down` on the host does that.",
         "  cosched remote clean --limit n3",

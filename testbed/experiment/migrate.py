@@ -34,7 +34,7 @@ def _recorded(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     commit = date = spec = None
     tree = None
     if kind == "paired-live":
-        first = doc["points"][0]["result"] if "points" in doc else doc
+        first = (doc["points"][0]["result"] if doc["points"] else {}) if "points" in doc else doc
         h = first.get("host") or {}
         commit, tree, date = h.get("cosched_commit"), h.get("working_tree_modified"), h.get("date")
         host = {"cores": h.get("cores"), "kernel": h.get("kernel"),

@@ -31,13 +31,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.errors import CoschedError
+from common.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = 1
 
 
-class ResultsError(CoschedError):
+class ResultsError(UsageError):
     """A results.json that cannot be read as one (one line, with the fix)."""
 
 

@@ -1,6 +1,6 @@
 """The execution model's parameters as measured on a live cluster (``cosched calibrate``).
 
-``cosched calibrate`` (testbed/experiment/calibrate.py) runs the synthetic
+``cosched calibrate`` (testbed/experiment/execmodel/calibrate.py) runs the synthetic
 program on the local cluster alone, paired and under strict gang and writes a
 TOML file whose ``[model]`` table holds what the execution model
 (testbed/sim/execution.py) needs:

@@ -23,8 +23,8 @@ from agent import wire
 from controller.api import Caller, Context, handle
 from controller.jobs import SpecError, parse_spec
 from controller.scheduler import Scheduler
-from testbed.experiment.paired.spec import SpecError as ExperimentSpecError
-from testbed.experiment.paired.spec import load_any
+from testbed.experiment.fields import SpecError as ExperimentSpecError
+from testbed.experiment.registry import load as load_study
 from testbed.sim.workloads.swf import SwfError, read_swf
 from tests.fuzz.security_targets import nesting_cases, nesting_target, nic_datagrams, nic_target
 from tests.unit.controller_fakes import FakePool
@@ -179,10 +179,12 @@ def job_spec() -> st.SearchStrategy[Any]:
     return st.one_of(json_value, fields.map(lambda d: {**good, **d}))
 
 
-# ---- experiment specs (TOML; testbed/experiment/spec.py) ---------------------------------
+# ---- study specs (TOML; testbed/experiment/fields.py, registry.py) -----------------------
 
 _SPECS = [REPO / "experiments" / n for n in
-          ("paired-vs-gang.toml", "cdc-policies.toml", "cdc-npb.toml")]  # fmt: skip
+          ("paired-vs-gang.toml", "cdc-policies.toml", "cdc-npb.toml", "sim-vs-live.toml",
+           "rajaei-gang-vs-backfill.toml", "dhc.toml", "sim-paired-fig10-12.toml",
+           "rajaei-live.toml")]  # fmt: skip
 
 
 def toml_doc() -> st.SearchStrategy[tuple[int, list[tuple[int, str]]]]:
@@ -195,7 +197,9 @@ def toml_doc() -> st.SearchStrategy[tuple[int, list[tuple[int, str]]]]:
     )
     keys = st.sampled_from(["nodes", "quantum", "jobs", "mpls", "schemes", "workload",
                             "programs", "duration", "seed", "loads", "kind", "link",
-                            "npb_reps", "compute_ms", "paper_sizes", "cpus_per_node"])  # fmt: skip
+                            "npb_reps", "compute_ms", "paper_sizes", "cpus_per_node",
+                            "gangs", "seeds", "slots", "switch_costs", "families",
+                            "policies", "mode", "label"])  # fmt: skip
     edit = st.tuples(st.integers(min_value=0, max_value=150), st.tuples(keys, values).map(
         lambda kv: f"{kv[0]} = {kv[1]}"))  # fmt: skip
     return st.tuples(st.integers(0, len(_SPECS) - 1), st.lists(edit, max_size=3))
@@ -217,7 +221,7 @@ def toml_target(case: tuple[int, list[tuple[int, str]]]) -> str:
         else:
             parsable = True
         try:
-            load_any(path)
+            load_study(path)
         except ExperimentSpecError as e:
             msg = str(e)
             assert str(path) in msg or "fuzz.toml" in msg, msg  # names the file

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from testbed.experiment.cdc.stream import StreamSpec
-from testbed.experiment.paired.spec import load_any
+from testbed.experiment.registry import load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_wl5_of_real_cg_jobs_verifies_under_cc_b(tmp_path: Path, free_host: None
     )
     spec_path = tmp_path / "wl5.toml"
     spec_path.write_text(text)
-    spec = load_any(spec_path)
+    spec = load(spec_path)[1]
     assert isinstance(spec, StreamSpec)
     spec = replace(spec.quick_version(), schemes=("cc-b",), jobs=3)
     from testbed.experiment.cdc.run import run_streams

@@ -139,5 +139,5 @@ def test_remote_over_ssh_on_the_emulated_nodes(
 
     r = _run([*COSCHED, "remote", "clean", *base, *ok_hosts])
     assert r.returncode == 0, r.stdout
-    assert r.stdout.count("skipped on an emulated node") == 3
+    assert r.stdout.count("skipped on a node of the local cluster") == 3
     assert not list(deploy.glob("*/run/*.pid"))

@@ -29,7 +29,7 @@ from testbed.experiment.execmodel.calibrate import (
     to_toml,
 )
 from testbed.experiment.harness import hostload
-from testbed.experiment.paired.spec import load_experiment
+from testbed.experiment.paired.spec import read_experiment as load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

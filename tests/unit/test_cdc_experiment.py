@@ -26,7 +26,14 @@ from testbed.experiment.cdc.stream import (
     md_mean_s,
     utilization,
 )
-from testbed.experiment.paired.spec import ExperimentSpec, SpecError, load_any
+from testbed.experiment.fields import SpecError
+from testbed.experiment.paired.spec import ExperimentSpec
+from testbed.experiment.registry import load
+
+
+def load_any(path: Path) -> Any:
+    return load(path)[1]
+
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "experiments/cdc-policies.toml"
@@ -116,11 +123,15 @@ def test_runs_and_the_quick_version() -> None:
     ("old", "new", "words"),
     [
         ('schemes = ["batch", "local",', 'schemes = ["gang", "local",', "unknown 'gang'"),
-        ("mpls = [5, 3]", "mpls = [0]", "MPLs in 1..64"),
+        (
+            "mpls = [5, 3]",
+            "mpls = [0]",
+            "[experiment].mpls: every value must be >= 1 and <= 64, got 0",
+        ),
         ('loads = ["heavy", "light"]', 'loads = ["heavy", "medium"]', "unknown 'medium'"),
         ('{ comm = "nn", bytes = 8, share = 56.5 }', '{ comm = "ring", bytes = 8 }', "ring"),
-        ("compute_ms = 10.0", "compute_ms = 0", "compute_ms > 0"),
-        ('kind = "job-stream"', 'kind = "stream"', "kind: one of paired, job-stream"),
+        ("compute_ms = 10.0", "compute_ms = 0", "[apps.cg].compute_ms: must be > 0, got 0"),
+        ('kind = "cdc-live"', 'kind = "stream"', "kind = 'stream' is not a study"),
         ("jobs = 20 ", "jobs = 20\ncolour = 1 ", "colour: unknown key"),
     ],
 )
@@ -242,7 +253,10 @@ def test_report_renders_the_numbers_of_its_input(tmp_path: Path) -> None:
 
 
 def test_experiment_report_command_rewrites_a_report(tmp_path: Path, capsys: Any) -> None:
-    (tmp_path / "results.json").write_text(json.dumps(CANNED))
+    from testbed.experiment import results
+
+    made = results.made_now("cosched experiment run experiments/cdc-policies.toml")
+    results.write(tmp_path / "results.json", results.Results("cdc-live", CANNED, made))
     assert main(["experiment", "report", str(tmp_path / "results.json")]) == 0
     assert "ours -30.8 %" in capsys.readouterr().out
     assert "CC-B" in (tmp_path / "report.md").read_text()
@@ -252,13 +266,13 @@ def test_experiment_report_command_rewrites_a_report(tmp_path: Path, capsys: Any
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["experiment", "run", str(SPEC), "--configs", "gang"], "--configs: only for paired"),
+        (["experiment", "run", str(SPEC), "--configs", "gang"], "--configs: not for a cdc-live"),
         (["experiment", "run", str(SPEC), "--schemes", "sb,nope"], "--schemes: unknown 'nope'"),
         (["experiment", "run", str(SPEC), "--mpls", "3,x"], "--mpls: whole numbers"),
         (["experiment", "run", str(SPEC), "--loads", "medium"], "--loads: unknown 'medium'"),
         (["experiment", "run", str(REPO / "experiments/paired-vs-gang.toml"), "--quick"],
-         "--quick: only for job-stream specs"),
-        (["experiment", "report", "/nonexistent/results.json"], "cannot read"),
+         "paired-live specs have no --quick variant"),
+        (["experiment", "report", "/nonexistent/results.json"], "no such file"),
     ],
 )  # fmt: skip
 def test_experiment_cli_errors_are_one_line(argv: list[str], words: str, capsys: Any) -> None:
@@ -268,13 +282,8 @@ def test_experiment_cli_errors_are_one_line(argv: list[str], words: str, capsys:
 
 
 def test_mpl_loads_limits_the_mpl_sweep_to_some_loads() -> None:
-    import tomllib
-    from pathlib import Path
-
-    from testbed.experiment.cdc.stream import load_stream_spec
-
     path = Path(__file__).resolve().parents[2] / "experiments" / "cdc-policies.toml"
-    spec = load_stream_spec(tomllib.loads(path.read_text()), path)
+    spec = load_any(path)
     runs = spec.runs()
     assert {m for s, ld, m in runs if ld == "light" and s != "batch"} == {5}
     assert {m for s, ld, m in runs if ld == "heavy" and s != "batch"} == {3, 5}
@@ -289,7 +298,9 @@ NPB_SPEC = REPO / "experiments/cdc-npb.toml"
 def test_table3_workloads_pick_their_applications(tmp_path: Path, wl: str, apps: set[str]) -> None:
     p = tmp_path / "wl.toml"
     p.write_text(
-        SPEC.read_text().replace('kind = "job-stream"', f'kind = "job-stream"\nworkload = "{wl}"')
+        SPEC.read_text().replace(
+            'name = "cdc-policies"', f'name = "cdc-policies"\nworkload = "{wl}"'
+        )
     )
     s = load_any(p)
     assert isinstance(s, StreamSpec) and {a.name for a in s.apps} == apps
@@ -315,9 +326,13 @@ def test_npb_programs_run_the_real_kernels_on_allowed_rank_counts() -> None:
         ('workload = "WL6"', 'workload = "WL7"', "unknown 'WL7'; Yu & Byun 2011 Table 3 has WL1"),
         ('programs = "npb"', 'programs = "mpi"', "programs: one of synthetic, npb"),
         ('npb_class = "S"', 'npb_class = "Q"', "has no class 'Q'"),
-        ("npb_reps = 5", "npb_reps = 0", "npb_reps: repetitions per job, >= 1"),
-        ("mpls = [5]", "mpls = 0", "[quick].mpls: expected list, got 0"),  # found by fuzzing
-        ("jobs = 4", "jobs = -1", "[quick].jobs: must be > 0"),
+        ("npb_reps = 5", "npb_reps = 0", "[apps.bt].npb_reps: must be >= 1, got 0"),
+        (
+            "mpls = [5]",
+            "mpls = 0",
+            "[quick].mpls: expected a list of whole numbers, got 0",
+        ),  # found by fuzzing
+        ("jobs = 4", "jobs = -1", "[quick].jobs: must be >= 1, got -1"),
     ],
 )
 def test_bad_npb_stream_specs_are_one_line(tmp_path: Path, old: str, new: str, words: str) -> None:
@@ -331,9 +346,11 @@ def test_bad_npb_stream_specs_are_one_line(tmp_path: Path, old: str, new: str, w
 
 
 def test_a_workload_needs_its_applications(tmp_path: Path) -> None:
-    text = SPEC.read_text().replace('kind = "job-stream"', 'kind = "job-stream"\nworkload = "WL5"')
+    text = SPEC.read_text().replace(
+        'name = "cdc-policies"', 'name = "cdc-policies"\nworkload = "WL5"'
+    )
     cut = text[: text.index("[apps.cg]")]
     bad = tmp_path / "bad.toml"
     bad.write_text(cut)
-    with pytest.raises(SpecError, match=r"WL5 mixes cg; add \[apps\.cg\]"):
+    with pytest.raises(SpecError, match=r"WL5 mixes cg — add \[apps\.cg\]"):
         load_any(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,14 @@ from testbed.experiment.paired.run import (
     SweepPoint,
     SweepResult,
 )
+
+
+def _envelope(path: Path, data: Any) -> None:
+    from testbed.experiment import results
+
+    made = results.made_now("cosched experiment run experiments/paired-vs-gang.toml")
+    results.write(path, results.Results("paired-live", data, made))
+
 
 CONFIGS = ("gang", "paired-fig4", "paired-fig4-prose", "paired-best-fit")
 # mix 1 rates (compute, io) per config
@@ -135,7 +144,7 @@ def test_results_round_trip_and_the_report_command_rewrites_them(
     r = _result()
     back = ExperimentResult.from_dict(json.loads(r.to_json()))
     assert back == r
-    (tmp_path / "results.json").write_text(r.to_json())
+    _envelope(tmp_path / "results.json", {"result": asdict(r)})
     assert main(["experiment", "report", str(tmp_path / "results.json")]) == 0
     assert "paired-fig4-prose" in (tmp_path / "report.md").read_text()
     assert "barriers per second" in capsys.readouterr().out
@@ -170,7 +179,7 @@ def test_sweep_reports(tmp_path: Path, key: str, fig: str, capsys: Any) -> None:
     assert sweep_plots(sweep, tmp_path) == f"{fig}.png"
     back = SweepResult.from_dict(json.loads(sweep.to_json()))
     assert back == sweep
-    (tmp_path / "results.json").write_text(sweep.to_json())
+    _envelope(tmp_path / "results.json", {"sweep": asdict(sweep)})
     assert main(["experiment", "report", str(tmp_path / "results.json")]) == 0
     assert (tmp_path / "report.md").exists()
     assert (tmp_path / sweep.points[0].label / "report.md").exists()

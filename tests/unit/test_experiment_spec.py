@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment.paired.spec import CONFIGS, SpecError, fit_cpus, load_experiment
+from testbed.experiment.fields import SpecError
+from testbed.experiment.paired.spec import CONFIGS, fit_cpus
+from testbed.experiment.paired.spec import read_experiment as load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +22,7 @@ def test_bad_cgroup_choice_is_one_line(tmp_path: Path) -> None:
     text = (REPO / "experiments/paired-vs-gang.toml").read_text()
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace('cgroup = "auto"', 'cgroup = "v3"'))
-    with pytest.raises(SpecError, match=r"\[cluster\]\.cgroup: must be auto, v1 or v2") as err:
+    with pytest.raises(SpecError, match=r"\[cluster\]\.cgroup: one of auto, v1, v2") as err:
         load_experiment(bad)
     assert "\n" not in str(err.value)
 
@@ -87,9 +89,12 @@ def test_jobs_wait_applies_to_both_job_types_and_reaches_the_program() -> None:
     [
         ("\n[sweep]\nnodes = [2, 4]\ngcomp_scale = [1.0]\n", r"exactly one of nodes, gcomp_scale"),
         ("\n[sweep]\ncolour = [1]\n", r"\[sweep\]\.colour: unknown key"),
-        ("\n[sweep]\nnodes = []\n", r"\[sweep\]\.nodes: a non-empty list"),
-        ("\n[sweep]\nnodes = [2, 0]\n", r"whole node counts >= 1"),
-        ("\n[sweep]\ngcomp_scale = [1.0, -0.5]\n", r"factors > 0"),
+        ("\n[sweep]\nnodes = []\n", r"\[sweep\]\.nodes: expected a non-empty list"),
+        ("\n[sweep]\nnodes = [2, 0]\n", r"\[sweep\]\.nodes: every value must be >= 1, got 0"),
+        (
+            "\n[sweep]\ngcomp_scale = [1.0, -0.5]\n",
+            r"gcomp_scale: every value must be > 0, got -0.5",
+        ),
         ("\n[sweep]\nnodes = [2, 2]\n", r"appears twice"),
     ],
 )
@@ -109,5 +114,5 @@ def test_bad_wait_and_fit_with_a_mechanism_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r'cpus_per_node = "fit" chooses it'):
         load_experiment(bad)
     bad.write_text(text.replace("cpus_per_node = 0.5", 'cpus_per_node = "half"'))
-    with pytest.raises(SpecError, match=r"cpus_per_node: a number > 0"):
+    with pytest.raises(SpecError, match=r"cpus_per_node: expected a number"):
         load_experiment(bad)

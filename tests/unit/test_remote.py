@@ -72,7 +72,7 @@ def test_the_inventory_cluster_up_ssh_writes_is_read_back() -> None:
         yaml.safe_load(sshd_mod.render_inventory(hs, paths)))}  # fmt: skip
     assert got["n0"].address == "10.212.0.1" and got["n0"].key_file == paths.client_key
     assert got["n0"].known_hosts == paths.known_hosts and got["n0"].strict
-    assert got["n0"].var("cosched_emulated") is True
+    assert got["n0"].var("cosched_local_cluster") is True
     assert set(got["head"].groups) == {"controller", "monitor"}
 
 
@@ -259,16 +259,16 @@ def test_logs_are_copied_0600_with_the_metrics(tmp_path: Path) -> None:
     assert (tmp_path / "n0" / "agent-n0.prom").read_text() == "cosched_agent_up 1\n"
 
 
-def test_clean_stops_then_cleans_but_not_on_an_emulated_node() -> None:
+def test_clean_stops_then_cleans_but_not_on_a_local_cluster_node() -> None:
     h = hosts()["n0"]
     conn = FakeConn({"--stop": FakeResult("stopped\n"), " clean": FakeResult("nothing to clean")})
     rep = remote.op_clean(conn, h)
     assert rep.ok and rep.lines[-1] == "cosched clean: nothing to clean"
     assert "COSCHED_STATE_DIR=/srv/cs/state /srv/cs/venv/bin/cosched clean" in conn.ran[-1]
-    emu = remote.RemoteHost(**{**h.__dict__, "vars": {**h.vars, "cosched_emulated": True}})
+    emu = remote.RemoteHost(**{**h.__dict__, "vars": {**h.vars, "cosched_local_cluster": True}})
     conn = FakeConn({"--stop": FakeResult("stopped\n")})
     rep = remote.op_clean(conn, emu)
-    assert rep.ok and "skipped on an emulated node" in rep.lines[-1]
+    assert rep.ok and "skipped on a node of the local cluster" in rep.lines[-1]
     assert not any(" clean\n" in c for c in conn.ran)
 
 

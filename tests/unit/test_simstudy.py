@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from testbed.experiment import pipeline
+from testbed.experiment.fields import SpecError
+from testbed.experiment.harness import LiveError
 from testbed.experiment.pairedsim import study as simstudy
 from testbed.sim.calibration import (
     BUILTIN,
@@ -15,6 +19,7 @@ from testbed.sim.calibration import (
 )
 
 SPEC = """
+kind = "paired-sim"
 [study]
 name = "tiny"
 nodes = 8
@@ -74,19 +79,19 @@ def test_the_committed_calibration_if_any_is_valid() -> None:
 def test_quick_study_runs_and_reports(tmp_path: Path) -> None:
     spec_path = tmp_path / "study.toml"
     spec_path.write_text(SPEC.format(cal=_cal(tmp_path)))
-    spec = simstudy.load_study(spec_path)
+    spec = simstudy.read_study(spec_path)
     assert [r.label for r in spec.runs] == ["gang", "paired", "paired-hetero"]
-    results, meta = simstudy.run_study(spec, quick=True, progress=False)
+    results, meta = simstudy.run_study(spec, quick=True)
     assert len(results) == 6 and meta["calibration"]["interference"] == 0.1
     for r in results:
         assert r.mean_response > 0 and r.series and r.series[-1][1] == 0  # all jobs ended
-    files = simstudy.write_report(results, meta, tmp_path / "out")
-    names = {f.name for f in files}
-    assert {"report.md", "results.json", "fig10.png", "fig11.png", "fig12.png"} <= names
-    text = (tmp_path / "out" / "report.md").read_text()
+    text = simstudy.markdown(results, meta)
     assert "| load | gang | paired | paired-hetero | gang ÷ paired | paper |" in text
     assert "nearly 6" not in text  # 0.95 was not run in quick mode
-    again, _ = simstudy.read_results(tmp_path / "out" / "results.json")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert {p.name for p in simstudy.plots(results, out)} == {"fig10.png", "fig11.png", "fig12.png"}
+    again, _ = simstudy.from_data(json.loads(simstudy.dump(results, meta)))
     assert [r.mean_response for r in again] == [r.mean_response for r in results]
     verdicts = {what: ok for what, ok, _ in simstudy.targets(results)}
     assert verdicts["gang ÷ paired response ≥ 4.0 at load 0.95"] is None  # not run
@@ -97,24 +102,26 @@ def test_quick_study_runs_and_reports(tmp_path: Path) -> None:
     [
         ("loads = [0.5, 0.9]", "loads = [2.0]"),
         ('mode = "fluid"', 'mode = "warp"'),
+        ('policy = "gang"', 'policy = "nope"'),
     ],
 )
 def test_bad_study_specs_give_one_line(tmp_path: Path, change: str, message: str) -> None:
     spec_path = tmp_path / "study.toml"
     spec_path.write_text(SPEC.format(cal=_cal(tmp_path)).replace(change, message))
-    with pytest.raises(simstudy.StudyError) as e:
-        simstudy.load_study(spec_path)
+    with pytest.raises(SpecError) as e:
+        simstudy.read_study(spec_path)
     assert "\n" not in str(e.value)
 
 
-def test_unknown_policy_names_the_run(tmp_path: Path) -> None:
+def test_a_run_that_fails_is_one_line(tmp_path: Path) -> None:
     spec_path = tmp_path / "study.toml"
     spec_path.write_text(
-        SPEC.format(cal=_cal(tmp_path)).replace('policy = "gang"', 'policy = "nope"')
+        SPEC.format(cal=_cal(tmp_path)).replace('workload = "lublin"', 'workload = "nope.swf"')
     )
-    spec = simstudy.load_study(spec_path)
-    with pytest.raises(simstudy.StudyError, match="run 'gang'"):
-        simstudy.run_study(spec, quick=True, progress=False)
+    spec = simstudy.read_study(spec_path)
+    with pytest.raises(LiveError, match="runs failed") as e:
+        simstudy.run_study(spec, quick=True)
+    assert "\n" not in str(e.value)
 
 
 def test_simulate_takes_the_execution_model_from_the_calibration(
@@ -147,6 +154,8 @@ def test_experiment_run_dispatches_a_study_spec(
     out = tmp_path / "out"
     assert main(["experiment", "run", str(spec_path), "--quick", "--out", str(out)]) == 0
     assert (out / "report.md").is_file() and (out / "fig11.png").is_file()
+    res = pipeline.read(out / "results.json")
+    assert res.kind == "paired-sim" and res.made.command.endswith("--quick --out " + str(out))
     capsys.readouterr()
     assert main(["experiment", "run", str(spec_path), "--mixes", "1"]) == 2
-    assert "--mixes: not for a study spec" in capsys.readouterr().err
+    assert "--mixes: not for a paired-sim spec" in capsys.readouterr().err

@@ -100,7 +100,7 @@ def test_inventory_has_the_groups_and_variables_the_roles_use() -> None:
     v = top["vars"]
     assert v["ansible_user"] == "root"
     assert v["ansible_python_interpreter"] == "/usr/bin/python3"
-    assert v["cosched_emulated"] is True
+    assert v["cosched_local_cluster"] is True
     assert v["ansible_ssh_private_key_file"] == "/run/cosched/ssh/id_ed25519"
     assert "UserKnownHostsFile=/run/cosched/ssh/known_hosts" in v["ansible_ssh_common_args"]
     assert "StrictHostKeyChecking=yes" in v["ansible_ssh_common_args"]

@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from testbed.cli import main as cli
+from testbed.experiment import results as results_mod
+from testbed.experiment.fields import SpecError
+from testbed.experiment.harness import LiveError
 from testbed.experiment.simvslive import report as vr
 from testbed.experiment.simvslive.study import (
     LiveJob,
@@ -25,12 +29,9 @@ from testbed.experiment.simvslive.study import (
     SimRun,
     SimVariant,
     StreamEntry,
-    ValidateError,
     ValidationResult,
     blend,
     job_argv,
-    load_spec,
-    main,
     make_stream,
     map_runtimes,
     map_size,
@@ -39,10 +40,12 @@ from testbed.experiment.simvslive.study import (
     rate_sensitivity,
     read_result,
     run_sim,
+    sensitivity_lines,
     simulate_all,
     split_overhead,
     summarize_rates,
 )
+from testbed.experiment.simvslive.study import read_spec as load_spec
 from testbed.sim.job import SimJob
 from testbed.sim.workloads.load import offered_load
 
@@ -207,29 +210,34 @@ def test_the_committed_spec_and_its_quick_version() -> None:
     ("text", "needle"),
     [
         ("[experiment]\nbogus = 1\n", "[experiment].bogus: unknown key"),
-        ('[experiment]\npolicies = ["easy"]\n', "'easy' is not one of"),
+        ('[experiment]\npolicies = ["easy"]\n', "[experiment].policies: unknown 'easy'"),
         ("[experiment]\nloads = [0.0]\n", "loads must be in (0, 1.5)"),
         ("[experiment]\njobs = 1\n", "jobs must be >= 2"),
-        ('[experiment]\njobs = "many"\n', "[experiment].jobs: expected int"),
+        ('[experiment]\njobs = "many"\n', "[experiment].jobs: expected a whole number"),
         ('[job]\nwait = "nap"\n', "wait must be one of"),
-        ("[[sim]]\nlabel = 'a'\ncpu = 2.0\n", 'cpu: "measured" or a CPU share'),
+        ("[[sim]]\nlabel = 'a'\ncpu = 2.0\n", "[sim #1].cpu: must be > 0 and <= 1"),
         ("[[sim]]\nlabel = 'a'\n[[sim]]\nlabel = 'a'\n", "labels must be unique"),
         ("[quick]\njobs = 1\n", "[quick]: jobs must be >= 2"),
-        ("[experiment\n", "not TOML"),
+        ("[experiment\n", "not valid TOML"),
     ],
 )
 def test_bad_specs_give_one_line(tmp_path: Path, text: str, needle: str) -> None:
     p = tmp_path / "bad.toml"
     p.write_text(text)
-    with pytest.raises(ValidateError) as err:
+    with pytest.raises(SpecError) as err:
         load_spec(p)
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
 def test_missing_spec_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["/nonexistent/spec.toml", "--report-only"]) == 2
+    assert cli(["experiment", "run", "/nonexistent/spec.toml"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("validate: ") and err.count("\n") == 1
+    assert err.startswith("cosched: error: ") and err.count("\n") == 1 and "no such file" in err
+
+
+def _save(res: ValidationResult, path: Path) -> None:
+    made = results_mod.made_now("cosched experiment run experiments/sim-vs-live.toml")
+    results_mod.write(path, results_mod.Results("sim-vs-live", res.to_dict(), made))
 
 
 # ---- the simulated side on hand-made runs ------------------------------------------------------
@@ -284,7 +292,7 @@ def test_strict_gang_alternates_and_paired_gang_pairs_in_the_simulator() -> None
 
 def test_simulate_all_needs_live_runs() -> None:
     spec = load_spec(SPEC)
-    with pytest.raises(ValidateError, match="no live runs"):
+    with pytest.raises(LiveError, match="no live runs"):
         simulate_all(ValidationResult(meta={}, stream=[]), spec, lambda _: None)
 
 
@@ -386,25 +394,33 @@ def test_result_round_trip_and_report(tmp_path: Path) -> None:
     res = _result({"gang": 1.1, "paired-gang": 0.9})
     res.live[0].rates_after = _rates()
     res.meta.update(started="then", finished="later", spec={"name": "t", "nodes": 2})
-    (tmp_path / "results.json").write_text(res.to_json())
+    _save(res, tmp_path / "results.json")
     back = read_result(tmp_path / "results.json")
-    assert back.to_json() == res.to_json()
-    written = vr.write_report(back, tmp_path)
-    assert {p.name for p in written} == {"report.md", "summary.png", "scatter.png", "series.png"}
-    md = (tmp_path / "report.md").read_text()
+    assert back.to_dict() == res.to_dict()
+    written = vr.plots(back, tmp_path)
+    assert {p.name for p in written} == {"summary.png", "scatter.png", "series.png"}
+    md = vr.markdown(back)
     assert "| gang | 0.5 | 3 | 2.33 | 2.57 | +10.0% |" in md
     assert "**met**" in md and "| other | paired-gang |" in md
 
 
 def test_sim_only_reruns_the_simulations_from_saved_live_data(tmp_path: Path) -> None:
     res = _result({"gang": 1.0, "paired-gang": 1.0})
-    (tmp_path / "results.json").write_text(res.to_json())
-    assert main([str(SPEC), "--sim-only", "--out", str(tmp_path)]) == 0
+    _save(res, tmp_path / "results.json")
+    argv = ["experiment", "run", str(SPEC), "--resimulate", "--out", str(tmp_path)]
+    assert cli(argv) == 0
     back = read_result(tmp_path / "results.json")
     spec = load_spec(SPEC)
     assert vr.variants(back) == [s.label for s in spec.sims]
     assert len(back.sim) == len(spec.sims) * 2 and "simulated" in back.meta
     assert all(j.end_s is not None for s in back.sim for j in s.jobs)
+    assert [(s["policy"], s["load"]) for s in back.sensitivity] == [
+        (r.policy, r.load) for r in back.live
+    ]
+    assert (
+        "## The simulated response against the dedicated rate"
+        in (tmp_path / "report.md").read_text()
+    )
 
 
 def test_rate_sensitivity_slower_rates_give_longer_simulated_responses(
@@ -412,13 +428,12 @@ def test_rate_sensitivity_slower_rates_give_longer_simulated_responses(
 ) -> None:
     res = _result({"gang": 1.0, "paired-gang": 1.0})
     spec = load_spec(SPEC)
-    lines = rate_sensitivity(res, spec, factors=(0.5, 1.0, 2.0))
-    assert len(lines) == len(res.live)
-    for line in lines:
-        sims = [float(c.split()[1]) for c in line.split("rate ")[1].split(";")[0].split(", ")]
+    rows = rate_sensitivity(res, spec, factors=(0.5, 1.0, 2.0))
+    assert len(rows) == len(res.live)
+    for row in rows:
+        sims = list(row["factors"].values())
         assert sims[0] > sims[1] > sims[2]  # half the rate: longer; double: shorter
-    with pytest.raises(ValidateError, match="no \\[\\[sim\\]\\] variant 'nope'"):
+    with pytest.raises(SpecError, match="no \\[\\[sim\\]\\] variant 'nope'"):
         rate_sensitivity(res, spec, variant="nope")
-    (tmp_path / "results.json").write_text(res.to_json())
-    assert main([str(SPEC), "--rate-sensitivity", "--out", str(tmp_path)]) == 0
-    assert "with the first measurement" in capsys.readouterr().out
+    res.sensitivity = rows
+    assert all("with the first measurement" in line for line in sensitivity_lines(res))

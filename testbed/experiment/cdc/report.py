@@ -616,14 +616,13 @@ def markdown(result: StreamResult) -> str:
         "",
         "From the agents' `cdc` counters, gained over each run, summed over the nodes: "
         "BCR = conflicts ÷ decision points, MD = mean over every completed receive, ms. "
-        "`–`: not measured (no agent reported a `cdc` block).",
+        "`–`: not measured (no agent reported a `cdc` block). BATCH runs one job per node "
+        "at MPL 1 in every column, so it never has a boost to conflict.",
         "",
         f"| scheme | {' | '.join(f'{ld} MPL {m}: BCR / MD ms' for ld, m in cols)} |",
         "|---|" + "---|" * len(cols),
     ]
     for s in schemes:
-        if s == "batch":
-            continue
         cells = []
         for ld, m in cols:
             run = find(runs, s, ld, m)
@@ -634,8 +633,8 @@ def markdown(result: StreamResult) -> str:
         "## Runs",
         "",
         "| scheme | load | MPL | jobs done | killed | utilization | decisions | conflicts | "
-        "MD samples | agents' CPU | agents | wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "boosts | MD samples | header ERL mean / max ms | agents' CPU | agents | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         cdc = r.cdc or {}
@@ -644,7 +643,8 @@ def markdown(result: StreamResult) -> str:
         lines.append(
             f"| {r.scheme.upper()} | {r.load} | {r.mpl} | {len(r.done())}/{len(r.jobs)} | "
             f"{r.killed} | {_f(r.utilization, '{:.0%}')} | {cdc.get('decisions', '–')} | "
-            f"{cdc.get('conflicts', '–')} | {cdc.get('md_count', '–')} | "
+            f"{cdc.get('conflicts', '–')} | {cdc.get('boosts', '–')} | "
+            f"{cdc.get('md_count', '–')} | {_erl(r)} | "
             f"{_agent_cpu(cdc, r.wall_seconds, len(r.local_policy))} | {agents} | "
             f"{r.wall_seconds:.0f} |"
         )
@@ -669,6 +669,17 @@ def markdown(result: StreamResult) -> str:
     for name in plot_names(result):
         lines += [f"![{name}]({name})", ""]
     return "\n".join(lines)
+
+
+def _erl(run: StreamRun) -> str:
+    """The ERLs the jobs' rank 0 received in message headers: the mean over the jobs of
+    their means, and the largest, ms ('–' without reports)."""
+    msgs = [j.report.get("messages") or {} for j in run.jobs]
+    means = [m["header_erl_mean_us"] for m in msgs if "header_erl_mean_us" in m]
+    tops = [m["header_erl_max_us"] for m in msgs if "header_erl_max_us" in m]
+    if not means or not tops:
+        return "–"
+    return f"{sum(means) / len(means) / 1e3:.2f} / {max(tops) / 1e3:.2f}"
 
 
 def _agent_cpu(cdc: dict[str, Any], wall_s: float, nodes: int) -> str:

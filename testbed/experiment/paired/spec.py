@@ -93,7 +93,7 @@ class ExperimentSpec:
     cgroup: str = "auto"  # which cgroup hierarchies: auto | v1 | v2 (docs/cluster.md)
     sweep: Sweep | None = None
     cpus_fit: bool = False  # cpus_per_node = "fit": derived from nodes and the host's cores
-    # A quiet host (testbed/experiment/hostload.py, runner._quiet_run): each run
+    # A quiet host (harness/hostload.py, paired/run.py's _quiet_run): each run
     # waits (up to quiet_timeout s) until the host spends less than quiet_limit
     # cores outside the experiment, and one during which it spent more is run
     # again. The wait is bounded so that `make run` on a busy host still ends.

@@ -26,7 +26,7 @@ issue's targets; where the model gives less than the paper, the ablation runs
 is chosen here to reach a figure: the execution model comes from the
 calibration file (testbed/sim/calibration.py).
 
-    python -m testbed.experiment.pairedsim.study experiments/sim-paired-fig10-12.toml [--quick]
+    cosched experiment run experiments/sim-paired-fig10-12.toml [--quick]
 """
 
 from __future__ import annotations
@@ -349,6 +349,12 @@ def _row(r: Mapping[str, Any]) -> RunResult:
 
 
 # --------------------------------------------------------------------- report
+def _of_several(r: RunResult) -> float:
+    """How often a partner ran in the quanta with two rows or more."""
+    several = r.unpaired + r.paired
+    return r.paired / several if several > 0 else math.nan
+
+
 def _get(results: list[RunResult], label: str, load: float) -> RunResult | None:
     for r in results:
         if r.label == label and abs(r.load - load) < 1e-9:
@@ -541,13 +547,14 @@ def markdown(results: list[RunResult], meta: dict[str, Any]) -> str:
         "",
         "Rise = least-squares slope of the jobs in system while jobs arrive (per 1000 s); "
         "drain = time from the last arrival until the last job ends; utilization = CPU "
-        "seconds used ÷ (nodes × makespan). The last three columns split the quanta in "
+        "seconds used ÷ (nodes × makespan). The next three columns split the quanta in "
         "which a row ran: only one row in the matrix (nothing to pair with), several rows "
-        "but no partner ran, a partner ran.",
+        "but no partner ran, a partner ran; the last, how often a partner ran when there "
+        "was a row to pair with (paired ÷ (unpaired + paired)).",
         "",
         "| load | run | mean in system | at last arrival | rise /1000 s | drain (s) | "
-        "utilization | one row | unpaired | paired |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "utilization | one row | unpaired | paired | paired of several rows |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for load in loads:
         for lab in labels:
@@ -559,7 +566,7 @@ def markdown(results: list[RunResult], meta: dict[str, Any]) -> str:
                 f"{r.in_system_at_last_arrival:.0f} | {r.rise_per_1000s:+.2f} | "
                 f"{_fmt(r.drain_seconds, '{:.0f}')} | {r.utilization:.1%} | "
                 f"{_fmt(r.one_row, '{:.0%}')} | {_fmt(r.unpaired, '{:.0%}')} | "
-                f"{_fmt(r.paired, '{:.0%}')} |"
+                f"{_fmt(r.paired, '{:.0%}')} | {_fmt(_of_several(r), '{:.0%}')} |"
             )
     lines += [
         "",

@@ -1,6 +1,6 @@
 """Rajaei et al.'s study live, scaled to the local cluster (kind ``rajaei-live``; issue 14, item 2).
 
-The same policies as the simulated study (testbed/experiment/rajaei.py) run a seeded
+The same policies as the simulated study (rajaei/study.py) run a seeded
 job stream of the synthetic program on a local cluster: gang with greedy and with
 backfilling admission at several slot counts, lookahead backfilling and EASY; once with
 the agents switching by the cgroup freezer and once by SIGSTOP/SIGCONT (Rajaei et al.'s own
@@ -23,8 +23,9 @@ study"):
   round, at most ``slots`` quanta later); for the batch policies its start. The
   simulator's wait is submit → first quantum run.
 
-    sudo python -m testbed.experiment.rajaei.live experiments/rajaei-live.toml \
-        --out docs/results/rajaei-live
+The simulated side is a sweep of independent runs (testbed.sweep), one per configuration.
+
+    sudo cosched experiment run experiments/rajaei-live.toml --out docs/results/rajaei-live
 """
 
 from __future__ import annotations

@@ -35,9 +35,12 @@ chooses them and says so (docs/experiments.md, "Rajaei et al.'s study"):
 * **Slots** (Figs. 8–9): ``max_slots`` of gang-greedy and gang-backfill; the number-of-
   jobs figures use ``default_slots``.
 
-Each point is the mean over ``seeds`` independent workloads.
+Each point is the mean over ``seeds`` independent workloads; every figure runs at every
+switch cost, so each finding is judged over the measured range of the cost
+(rajaei/report.py). The runs are independent and go through the sweep executor
+(testbed.sweep): one :class:`testbed.sweep.RunSpec` per point.
 
-    python -m testbed.experiment.rajaei.study experiments/rajaei-gang-vs-backfill.toml \
+    cosched experiment run experiments/rajaei-gang-vs-backfill.toml \
         --out docs/results/rajaei-gang-vs-backfill   [--quick]
 """
 

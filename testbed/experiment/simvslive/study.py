@@ -39,7 +39,7 @@ one 8 KiB file and ``device_wait_ms`` of blocking wait, then a barrier
 barrier cost about as much as the compute; here a barrier over a 7 µs link
 costs a few hundred µs in Python, so the blocking wait stands in for the
 communication, as in ``cosched calibrate``'s fine-grain job
-(testbed/experiment/calibrate.py: 2.0 ms + 2.5 ms), whose interference figure
+(testbed/experiment/execmodel/calibrate.py: 2.0 ms + 2.5 ms), whose interference figure
 the simulator uses; it also keeps serial jobs near the share of gangs.
 ``G_comp`` starts at ``compute_ms`` by ``apps.synthetic --calibrate``, but
 that figure is unreliable here (65-116 ns per iteration on a quiet host, and
@@ -72,7 +72,7 @@ simulator), every job submitted at its arrival time, the matrix polled every
 ``poll_s`` (rows, jobs), then a drain until all end (killed after
 ``drain_timeout``). Per job the controller's records give submit, start, end
 and CPU; rank 0's report its CPU share. The host's CPU spent outside the
-experiment is recorded (testbed/experiment/hostload.py).
+experiment is recorded (testbed/experiment/harness/hostload.py).
 
 **Simulated** (:func:`run_sim`, seconds): the very same jobs -- sizes, the
 submit times the controller recorded, the dedicated times -- through
@@ -81,11 +81,15 @@ policy, ``SimConfig(interference, context_switch)`` from the calibration.
 Each ``[[sim]]`` variant of the spec is one simulation; the first decides
 the verdict (Wiseman & Feitelson 2003 §4.2 gives no other way to pick).
 
-    python -m testbed.experiment.simvslive.study experiments/sim-vs-live.toml [--quick]
-        [--sim-only | --report-only] [--out DIR]
+The simulated half is a sweep of independent runs (testbed.sweep): one per ``[[sim]]``
+variant and live run, and one per factor of :func:`rate_sensitivity`, whose results are
+kept in results.json beside the simulations.
 
-``--sim-only`` re-runs the simulations on the saved live data (after a new
-calibration), ``--report-only`` rewrites the report; neither needs root.
+    sudo cosched experiment run experiments/sim-vs-live.toml [--quick] [--out DIR]
+    cosched experiment run experiments/sim-vs-live.toml --resimulate --out DIR
+
+``--resimulate`` simulates the saved live runs of DIR/results.json again (after a new
+calibration) and needs no root; ``cosched experiment report`` rewrites the report.
 """
 
 from __future__ import annotations
@@ -993,7 +997,7 @@ def next_gcomp(gcomp: int, share: float, target: float) -> int:
 def _quiet(spec: ValidateSpec, reader: Callable[[], float] | None, say: Say) -> float | None:
     """Wait (at most ``quiet_timeout``) until the host spends less than ``quiet_limit``
     cores outside the experiment: on 2 cores one foreign process halves a node
-    (testbed/experiment/hostload.py). Returns the last reading; 0 limit: no wait."""
+    (testbed/experiment/harness/hostload.py). Returns the last reading; 0 limit: no wait."""
     from testbed.experiment.harness import hostload
 
     if spec.quiet_limit <= 0:

@@ -1,0 +1,136 @@
+"""The live studies through the framework on a real cluster (root): `make run`'s paired study
+(one run and a sweep, shortened), and every live spec's --quick variant as committed.
+
+Each brings its cluster up itself and down after it; the fixture checks nothing is left.
+Nothing here checks an absolute timing: the runs end, every job is done, results.json has
+its kind and its command, and the report is what results.json gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed.cli import main
+from testbed.experiment import pipeline
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _spec(tmp_path: Path, name: str, *edits: tuple[str, str]) -> Path:
+    """A copy of a committed spec with ``edits`` (old, new) applied."""
+    text = (REPO / "experiments" / name).read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _rebuilt(out: Path) -> None:
+    report = (out / "report.md").read_text()
+    (out / "report.md").unlink()
+    pipeline.report(out / "results.json")
+    assert (out / "report.md").read_text() == report
+
+
+# never wait for a quiet host: a test must not hang on a busy one
+NO_QUIET = ('name = "', 'quiet_limit = 0.0\nname = "')
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_make_run_paired_study_short(root_cluster_env: Path, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "paired-vs-gang-2node.toml", NO_QUIET)
+    out = tmp_path / "out"
+    argv = [
+        "experiment",
+        "run",
+        str(spec),
+        "--out",
+        str(out),
+        "--duration",
+        "3",
+        "--mixes",
+        "1",
+        "--configs",
+        "gang,paired-fig4-prose",
+    ]
+    assert main(argv) == 0
+    res = pipeline.read(out / "results.json")
+    runs = res.data["result"]["runs"]
+    assert [(r["config"], r["mix"]) for r in runs] == [("gang", 1), ("paired-fig4-prose", 1)]
+    for r in runs:
+        assert [j["state"] for j in r["jobs"]] == ["done"] * 4 and r["quanta"] > 0
+        assert all(j["barriers_per_second"] for j in r["jobs"])
+    assert res.made.host["cores"] >= 1 and res.made.command.startswith("cosched experiment run")
+    _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_paired_sweep_brings_up_each_size(root_cluster_env: Path, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "fig8-cluster-size.toml", NO_QUIET)
+    out = tmp_path / "fig8"
+    argv = [
+        "experiment",
+        "run",
+        str(spec),
+        "--out",
+        str(out),
+        "--duration",
+        "3",
+        "--mixes",
+        "1",
+        "--configs",
+        "gang",
+    ]
+    assert main(argv) == 0
+    points = pipeline.read(out / "results.json").data["sweep"]["points"]
+    assert [p["label"] for p in points] == ["nodes2", "nodes4"]
+    for p in points:
+        (run,) = p["result"]["runs"]
+        assert [j["state"] for j in run["jobs"]] == ["done"] * 4
+        assert len(p["result"]["cluster"]["nodes"]) == int(p["value"])
+    _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", ["cdc-policies.toml", "cdc-npb.toml"])
+def test_cdc_quick_variants(root_cluster_env: Path, tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    assert (
+        main(["experiment", "run", str(REPO / "experiments" / name), "--quick", "--out", str(out)])
+        == 0
+    )
+    res = pipeline.read(out / "results.json")
+    assert res.kind == "cdc-live" and res.made.command.endswith("--quick --out " + str(out))
+    for run in res.data["runs"]:
+        states = [j["state"] for j in run["jobs"]]
+        assert states == ["done"] * len(states), (run["scheme"], states)
+        assert set(run["local_policy"].values()) == {run["scheme"]}
+        if name == "cdc-npb.toml":
+            assert all(j["verified"] for j in run["jobs"]), run["jobs"]
+    _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_sim_vs_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "sim-vs-live.toml", ("quiet_limit = 0.15", "quiet_limit = 0.0"))
+    out = tmp_path / "out"
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
+    data = pipeline.read(out / "results.json").data
+    assert data["meta"]["quick"] is True and len(data["live"]) == 2
+    for run in data["live"]:
+        assert [j["state"] for j in run["jobs"]] == ["done"] * len(run["jobs"])
+        assert run["killed"] == 0
+    assert len(data["sim"]) == 3 * 2 and len(data["sensitivity"]) == 2
+    assert set(data["rates"]["sizes"]) == {"1", "2"}
+    assert "**Target**" in (out / "report.md").read_text()
+    _rebuilt(out)
