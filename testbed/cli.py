@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(command).parse_args(argv)
     if tail is not None:
         args.extra = [*getattr(args, "extra", []), *tail]
-    args.argv = argv if tail is None else [*argv, "--", *tail]  # what made a results.json
+    args.cli_argv = argv if tail is None else [*argv, "--", *tail]  # what made a results.json
     try:
         rc: int = args.func(args)
     except CoschedError as err:

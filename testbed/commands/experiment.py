@@ -131,7 +131,7 @@ def add_commands(sub: Any) -> None:
 
 
 def _command(args: argparse.Namespace) -> str:
-    argv = getattr(args, "argv", None)
+    argv = getattr(args, "cli_argv", None)
     return "cosched " + shlex.join(argv) if argv else "cosched experiment run " + str(args.spec)
 
 
