@@ -241,7 +241,10 @@ def test_report_renders_the_numbers_of_its_input(tmp_path: Path) -> None:
     assert ours["CC vs other CDC schemes, avg. response time"] == pytest.approx((10 / 13 - 1) * 100)
     assert "| -36.6 % | -30.8 % |" in md and "| -22.0 % | -50.0 % |" in md
     assert "heights are not in its text" in md
-    assert "| CC-B | heavy | 5 | 2/3 | 1 | 50% | 1000 | 100 | 1 | 100 | – | – | all on cc-b | 30 |" in md
+    assert (
+        "| CC-B | heavy | 5 | 2/3 | 1 | 50% | 1000 | 100 | 1 | 100 | – | – | all on cc-b | 30 |"
+        in md
+    )
     summary = text_summary(result)
     assert "paper -36.6 %, ours -30.8 %" in summary
     written = plots(result, tmp_path)
