@@ -79,7 +79,7 @@ def test_the_ledger_lists_every_paper_and_says_why_a_result_was_not_attempted() 
     for rows in ledger.PAPERS.values():
         for row in rows:
             assert bool(row.not_attempted) != bool(row.claims), row
-    assert text.count("**not attempted**: ") == sum(
+    assert text.count("| **not attempted**: ") == sum(
         1 for rows in ledger.PAPERS.values() for r in rows if r.not_attempted
     )
 

@@ -62,6 +62,7 @@ def test_tiny_study_writes_report_plots_and_findings(
         ('kind = "dhc-sim"\n[dhc]\nloads = [0.3, -1]\n', "[dhc].loads: every value must be > 0"),
         ('kind = "dhc-sim"\n[dhc]\nspeed = 3\n', "[dhc].speed: unknown key"),
         ('kind = "dhc-sim"\n[dhc]\nfamilies = ["tables"]\n', "[dhc].families: unknown 'tables'"),
+        ('kind = "dhc-sim"\n[dhc]\norigins = ["pe1"]\n', "[dhc].origins: unknown 'pe1'"),
         ('kind = "dhc-sim"\n[nothing]\n', "nothing: unknown key"),
         ("[dhc]\n", "no `kind = ...` at the top"),
     ],
@@ -73,3 +74,37 @@ def test_bad_specs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert cli(["experiment", "run", str(spec), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err and err.startswith("cosched: error:"), err
+
+
+TABLE1 = """
+kind = "dhc-sim"
+[dhc]
+name = "t1"
+pes = 8
+gangs = 150
+seeds = 2
+loads = [0.645]
+point_loads = []
+families = ["balancing"]
+origins = ["any"]
+waste = false
+workers = 1
+"""
+
+
+def test_table1_alone_is_the_mean_over_seeds_without_a_pe1_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """experiments/dhc-table1.toml's shape: one load, requests from any thread, seeds."""
+    spec = tmp_path / "t1.toml"
+    spec.write_text(TABLE1)
+    out = tmp_path / "out"
+    assert cli(["experiment", "run", str(spec), "--out", str(out)]) == 0
+    doc = json.loads((out / "results.json").read_text())
+    points = doc["data"]["points"]
+    assert {p["family"] for p in points} == {"balancing-any"} and len(points) == 10
+    report = (out / "report.md").read_text()
+    assert "| scheme | ours, any thread (mean of 2 seeds) | paper (any thread) |" in report
+    assert "PE #1" not in report and not (out / "fig2-3.png").exists()
+    root = [p["load_per_pe"] for p in points if p["label"] == "root"]
+    assert f"| root | {sum(root) / 2:.2f} | 2.57 |" in report

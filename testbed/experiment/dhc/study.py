@@ -38,8 +38,9 @@ from testbed.experiment.fields import SpecError, Table
 DEFAULT_SPEC = Path(__file__).resolve().parents[3] / "experiments" / "dhc.toml"
 #: the families of runs (module docstring); a spec may run some of them (``families``)
 FAMILIES = ("balancing", "mapping", "algorithms", "distributions")
+ORIGINS = ("any", "pe0")  # a request from any thread in the system, or always from PE #1
 _KEYS = ("name", "pes", "gangs", "seeds", "loads", "point_loads", "waste_pes", "waste_rounds",
-         "waste_table_pes", "workers", "families", "waste")  # fmt: skip
+         "waste_table_pes", "workers", "families", "origins", "waste")  # fmt: skip
 
 
 @dataclass
@@ -55,6 +56,7 @@ class DhcSpec:
     waste_table_pes: int = 4096
     workers: int = 2
     families: list[str] = field(default_factory=lambda: list(FAMILIES))
+    origins: list[str] = field(default_factory=lambda: list(ORIGINS))  # the balancing family's
     waste: bool = True  # Section 4's analysis (bounds, Fig. 18)
     quick: dict[str, Any] = field(default_factory=dict)
 
@@ -77,6 +79,8 @@ def _values(t: Table, defaults: DhcSpec) -> dict[str, Any]:
         out["waste_pes"] = t.items("waste_pes", int, minimum=1, example="[32, 256]")
     if t.has("families"):
         out["families"] = t.items("families", str, choices=FAMILIES, unique=True)
+    if t.has("origins"):
+        out["origins"] = t.items("origins", str, choices=ORIGINS, unique=True)
     if t.has("waste"):
         out["waste"] = t.flag("waste")
     return out
@@ -114,7 +118,7 @@ def runs(spec: DhcSpec) -> list[Run]:
     out: list[Run] = []
     for seed in range(1, spec.seeds + 1):
         for load in loads:
-            for origin in ("any", "pe0") if "balancing" in spec.families else ():
+            for origin in spec.origins if "balancing" in spec.families else ():
                 for b in BALANCING:
                     cfg = replace(base, balancing=b, origin=origin)
                     out.append(Run(f"balancing-{origin}", b, cfg, "harmonic", load, seed))
