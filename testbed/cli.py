@@ -41,7 +41,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 DESCRIPTION = """\
-cosched: coscheduling parallel jobs, emulated on real Linux processes or simulated.
+cosched: coscheduling parallel jobs, on real Linux processes or simulated.
 
   cosched policies                          list the scheduling policies and their parameters
   cosched simulate --policy easy --workload lublin --nodes 128
@@ -49,7 +49,7 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
   cosched simulate --policy gang,paired-gang,easy --workload lublin --nodes 16 \\
                    --profile heterogeneous --loads 0.5,0.7,0.9 --plot
                                             compare policies over a load sweep, with plots
-  cosched cluster up --nodes 4              build a local emulated cluster (root)
+  cosched cluster up --nodes 4              build a local cluster (root)
   cosched controller start --policy paired-gang
                                             start the controller on that cluster
   cosched submit --size 4 -- python3 -m apps.synthetic --gio 20 --gcomp 0
@@ -65,7 +65,7 @@ cosched: coscheduling parallel jobs, emulated on real Linux processes or simulat
   cosched monitor up | status | down        Prometheus scraping the local cluster's
                                             agents and controller (rules, alerts)
   cosched remote status | start | stop | logs | clean -i INVENTORY
-                                            operate deployed (or --ssh emulated) nodes
+                                            operate deployed (or --ssh local) nodes
                                             over SSH, hosts from an Ansible inventory
   cosched host cgroups [v2-only | restore]  this host's cgroup hierarchies (root to change)
 

@@ -1,4 +1,4 @@
-"""Prometheus (and Grafana, where installed) for the local emulated cluster.
+"""Prometheus (and Grafana, where installed) for the local cluster.
 
 Two halves (docs/monitoring.md):
 
@@ -112,7 +112,7 @@ def agent_targets(st: ClusterState) -> tuple[list[Target], list[str]]:
     if st.emulated:
         raise MonitorError(
             "an emulated cluster's agents have no metrics endpoint (agent/emulated.py)",
-            fix="monitor a cluster made by 'cosched cluster up' without --emulated",
+            fix="monitor a cluster made by 'cosched cluster up' without --emulated-nodes",
         )
     records = {a.node: a for a in st.agents}
     targets, notes = [], []

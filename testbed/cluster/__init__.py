@@ -1,4 +1,4 @@
-"""The local emulated cluster: network namespaces, shaped links, per-node CPU capacity.
+"""The local cluster: network namespaces, shaped links, per-node CPU capacity.
 
 Modules, one concept each (after Mininet's layout): ``names`` (prefixes and
 addresses), ``profiles`` (link figures and parsing), ``shaping`` (HTB/netem),

@@ -1,4 +1,4 @@
-"""The emulated cluster: plan, bring up (with rollback), status, tear down.
+"""The local cluster: plan, bring up (with rollback), status, tear down.
 
 Topology (Mininet-like, but every kernel object is prefixed and recorded)::
 
@@ -322,7 +322,7 @@ def systemd_inventory_vars(python: str, key_path: str) -> dict[str, Any]:
     return {
         "cosched_key_generate_path": key_path,
         "service_manager": "systemd",
-        "cosched_emulated": False,
+        "cosched_local_cluster": False,
         "cosched_install_from": "none",
         "cosched_venv_python": python,
         "cosched_venv": os.path.dirname(os.path.dirname(python)),

@@ -1,4 +1,4 @@
-"""Names and addresses of everything the emulated cluster creates.
+"""Names and addresses of everything the local cluster creates.
 
 Ownership-based cleanup depends on every kernel object carrying a recognisable
 prefix, so all naming lives here: ``clean`` scans for exactly these prefixes.

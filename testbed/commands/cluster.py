@@ -1,4 +1,4 @@
-"""``cosched cluster up|status|down`` and ``cosched clean``: the local emulated cluster.
+"""``cosched cluster up|status|down`` and ``cosched clean``: the local cluster.
 
 The work is testbed/cluster (namespaces, links, shaping, cgroups, agents);
 this module is its command line. Refusals are
@@ -35,8 +35,8 @@ def add_commands(subparsers: Any) -> None:
     cl = command_parser(
         subparsers,
         "cluster",
-        "the local emulated cluster (network namespaces, shaped links, node cgroups)",
-        "Manage the local emulated cluster: one network namespace per node, "
+        "the local cluster (network namespaces, shaped links, node cgroups)",
+        "Manage the local cluster: one network namespace per node, "
         "a shaped data network, an unshaped control network reaching the host, "
         "per-node CPU capacity and one agent per node.",
         "  sudo cosched cluster up --nodes 4 --link gige\n"

@@ -219,8 +219,8 @@ def add_commands(subparsers: Any) -> None:
         "start",
         "start the daemon in the background",
         "Spawn 'python -m controller' detached (its own session, output to the log), wait "
-        "until its socket answers and print its pid. Without --agents it drives the local "
-        "emulated cluster described by cluster.json ('cosched cluster up'). The daemon's "
+        "until its socket answers and print its pid. Without --agents it drives the "
+        "local cluster described by cluster.json ('cosched cluster up'). The daemon's "
         "flags below are handed on as given; those not given take the daemon's defaults.",
         "  cosched controller start --policy gang --quantum 1\n"
         "  cosched controller start --policy paired-gang --param band=0.2\n"

@@ -82,7 +82,7 @@ def add_commands(subparsers: Any) -> None:
         subparsers,
         "monitor",
         "Prometheus (and Grafana) scraping the local cluster",
-        "Run Prometheus on this host for the local emulated cluster: it scrapes every "
+        "Run Prometheus on this host for the local cluster: it scrapes every "
         "agent's exporter over the control network (the host's csc-host veth) and the "
         "controller's, and evaluates prometheus/rules/ (recording rules and alerts). "
         "docs/monitoring.md.",

@@ -1,4 +1,4 @@
-"""The local emulated cluster against the real kernel (root only).
+"""The local cluster against the real kernel (root only).
 
 Each test runs inside the ``root_cluster_env`` fixture, which runs ``clean``
 afterwards whatever happens, and checks that no namespace, link or cgroup is left.

@@ -1,6 +1,6 @@
 """The real deploy (root): ansible/site.yml over SSH to the nodes of ``cosched cluster up --ssh``.
 
-One emulated cluster for the module: ``cluster up --nodes 2 --ssh --no-agents``
+One local cluster for the module: ``cluster up --nodes 2 --ssh --no-agents``
 (bare nodes: namespaces, links, cgroups and an sshd per node, the head being
 the host itself), then the playbook with the inventory it wrote and
 ``service_manager: none`` (this host has no systemd), cosched taken from this

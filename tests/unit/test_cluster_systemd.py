@@ -100,7 +100,7 @@ def test_up_makes_a_head_and_node_groups_with_every_controller_passed_on(tmp_pat
     # the inventory fits the playbook to the nodes; every node has its own sshd files
     inv = yaml.safe_load(Path(st.ssh["inventory"]).read_text())  # type: ignore[index]
     allv = inv["all"]["vars"]
-    assert allv["service_manager"] == "systemd" and allv["cosched_emulated"] is False
+    assert allv["service_manager"] == "systemd" and allv["cosched_local_cluster"] is False
     assert allv["cosched_install_from"] == "none" and allv["cosched_manage_sysctls"] is False
     assert inv["all"]["children"]["controller"]["hosts"]["head"]["ansible_host"] == "10.212.0.253"
     assert set(inv["all"]["children"]["agents"]["hosts"]) == {"n0", "n1"}

@@ -187,7 +187,7 @@ def test_quick_study_through_the_cli_writes_the_report(
     assert (out / "results.json").read_text().startswith('{\n "kind": "rajaei-sim"')
 
 
-# ---- the live study's pure parts (testbed/experiment/rajaeilive.py) -----------------------
+# ---- the live study's pure parts (testbed/experiment/rajaei/live.py) ----------------------
 
 
 def test_live_spec_stream_and_simulation() -> None:

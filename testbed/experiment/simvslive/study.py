@@ -41,7 +41,7 @@ costs a few hundred µs in Python, so the blocking wait stands in for the
 communication, as in ``cosched calibrate``'s fine-grain job
 (testbed/experiment/execmodel/calibrate.py: 2.0 ms + 2.5 ms), whose interference figure
 the simulator uses; it also keeps serial jobs near the share of gangs.
-``G_comp`` starts at ``compute_ms`` by ``apps.synthetic --calibrate``, but
+``G_comp`` starts at ``compute_ms`` by ``apps.synthetic --loop-cost``, but
 that figure is unreliable here (65-116 ns per iteration on a quiet host, and
 2 ms of it gave jobs 59 % CPU), so, as the paper did ("setting the loop in the
 compute part to take slightly less time, so that the CPU utilization will be
@@ -425,7 +425,7 @@ class SizeRate:
 
 @dataclass
 class Rates:
-    ns_per_iteration: float  # the compute loop's cost by ``apps.synthetic --calibrate``
+    ns_per_iteration: float  # the compute loop's cost by ``apps.synthetic --loop-cost``
     gcomp: int  # compute iterations per barrier of every job
     sizes: dict[int, SizeRate]
     other_cores: float | None = None  # host CPU outside the experiment while measuring

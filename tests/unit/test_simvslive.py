@@ -1,9 +1,9 @@
-"""Simulator vs live (testbed/experiment/validate.py, validatereport.py): the pure parts.
+"""Simulator vs live (testbed/experiment/simvslive/: study.py, report.py): the pure parts.
 
 The stream mapping, the load scaling, the dedicated-rate arithmetic, the spec's
 checks, the saved result's round trip, the simulated side on hand-made runs
 (the real engine), and the comparison table and verdict on runs whose figures
-are known. The live side runs in tests/integration/test_validate_live.py.
+are known. The live side runs in tests/integration/test_studies_live.py.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 from testbed.experiment import pipeline
 from testbed.experiment.fields import SpecError
 from testbed.experiment.harness import LiveError
-from testbed.experiment.pairedsim import study as simstudy
+from testbed.experiment.pairedsim import study as simstudy  # the paired-sim study
 from testbed.sim.calibration import (
     BUILTIN,
     CalibrationError,
