@@ -5,7 +5,8 @@ follows :data:`RULES` (quoted at the top of docs/reproduction.md):
 
 * **reproduced** — our figure is within the stated tolerance of the paper's (for a
   direction: the same direction) AND the difference between the schemes compared is
-  larger than the seed-to-seed spread;
+  larger than the seed-to-seed spread (a stated figure: within the tolerance in every
+  seed, :func:`judge_value`);
 * **direction only** — the same direction as the paper, but outside the tolerance, or a
   difference not larger than the seed-to-seed spread, or a single seed or run (no spread
   measured, so the difference cannot be told from noise);
@@ -37,12 +38,15 @@ RULES = (
     "**reproduced**: our figure is within the stated tolerance of the paper's (for a "
     "stated direction: the same direction) *and* the difference between the schemes "
     "compared is larger than its seed-to-seed spread: it has the same sign in every seed "
-    "and its mean is larger than half the range of its per-seed values.",
+    "and its mean is larger than half the range of its per-seed values. A figure the paper "
+    "states, where no two schemes are compared: within its tolerance in every one of "
+    "several seeds.",
     "**direction only**: the same direction as the paper, but outside the stated "
     "tolerance, or a difference not larger than its seed-to-seed spread, or one seed or "
-    "one run only (nothing to tell the difference from noise).",
+    "one run only (nothing to tell the difference from noise); a stated figure within its "
+    "tolerance in one seed or run only, or not in every seed.",
     "**not reproduced**: the opposite direction (or no difference where the paper "
-    "reports one), in the mean over the seeds.",
+    "reports one), in the mean over the seeds; a stated figure outside its tolerance.",
     "**not attempted**: no committed result measures it; the row says why.",
 )
 
@@ -118,6 +122,26 @@ def judge(diff: Difference, sign: int, within: bool | None = None) -> tuple[Verd
     return Verdict.REPRODUCED, (
         "within the stated tolerance and " if within else ""
     ) + "beyond the seed-to-seed spread"
+
+
+def judge_value(within: Sequence[bool], tolerance: str) -> tuple[Verdict, str]:
+    """The verdict for a figure the paper states, held to ``tolerance``: ``within[0]`` says
+    whether ours (the mean over the seeds) is within it, ``within[1:]`` whether each
+    seed's figure is (none: one seed or run). A figure within its tolerance in one seed
+    only is not told from noise (direction only), nor one that some seed takes outside it
+    (the seed-to-seed spread crosses the tolerance)."""
+    if not within[0]:
+        return Verdict.NOT_REPRODUCED, f"outside {tolerance}"
+    per_seed = within[1:]
+    if len(per_seed) < 2:
+        return Verdict.DIRECTION, (
+            f"within {tolerance}, but one seed or run: no seed-to-seed spread to tell it from noise"
+        )
+    if not all(per_seed):
+        return Verdict.DIRECTION, (
+            f"within {tolerance} in the mean, not in every seed: the seed-to-seed spread crosses it"
+        )
+    return Verdict.REPRODUCED, f"within {tolerance} in every seed"
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:

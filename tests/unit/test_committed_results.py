@@ -89,3 +89,16 @@ def test_docs_quote_only_numbers_that_committed_results_hold() -> None:
     assert not unsourced, "numbers in docs that no committed result holds:\n" + "\n".join(
         f"  {u}" for u in unsourced
     )
+
+
+def test_no_committed_verdict_says_reproduced_without_several_seeds() -> None:
+    """The rule at the top of the ledger, checked on what every study wrote: a
+    *reproduced* rests on a difference beyond the seed-to-seed spread or a figure
+    within its tolerance in every one of several seeds, never on one run."""
+    grounds = ("beyond the seed-to-seed spread", "in every seed")
+    for report in sorted((REPO / "docs").rglob("*.md")):
+        for k, line in enumerate(report.read_text().splitlines(), 1):
+            if "| **reproduced** (" not in line:
+                continue
+            why = line.split("| **reproduced** (", 1)[1]
+            assert any(g in why for g in grounds), f"{report}:{k}: reproduced on one run"

@@ -11,7 +11,7 @@ import pytest
 
 from testbed.cli import main
 from testbed.experiment import claims, migrate, pipeline, registry, results
-from testbed.experiment.claims import Difference, Verdict, judge
+from testbed.experiment.claims import Difference, Verdict, judge, judge_value
 from testbed.experiment.fields import SpecError, Table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,6 +186,24 @@ def test_reproduced_needs_the_difference_beyond_the_seed_spread(
     values: tuple[float, ...], sign: int, within: bool | None, verdict: Verdict
 ) -> None:
     assert judge(Difference(values), sign, within)[0] == verdict
+
+
+@pytest.mark.parametrize(
+    ("within", "verdict"),
+    [
+        ((True, True, True, True), Verdict.REPRODUCED),  # within in the mean and every seed
+        ((True,), Verdict.DIRECTION),  # one run: nothing to tell it from noise
+        ((True, True), Verdict.DIRECTION),  # one seed, its own figure
+        ((True, True, False, True), Verdict.DIRECTION),  # a seed outside: the spread crosses
+        ((False, True, True), Verdict.NOT_REPRODUCED),  # the mean outside
+    ],
+)
+def test_a_stated_figure_is_reproduced_only_within_in_every_one_of_several_seeds(
+    within: tuple[bool, ...], verdict: Verdict
+) -> None:
+    got, why = judge_value(within, "±10 %")
+    assert got == verdict
+    assert "±10 %" in why
 
 
 def test_a_claim_in_several_conditions_takes_the_worst_verdict() -> None:

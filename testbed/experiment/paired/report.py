@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.experiment import plots as plotting
-from testbed.experiment.claims import Claim, Difference, Verdict, judge
+from testbed.experiment.claims import Claim, Difference, Verdict, judge, judge_value
 from testbed.experiment.claims import markdown as claims_markdown
 from testbed.experiment.paired.run import ExperimentResult, RunResult, SweepResult
 
@@ -548,8 +548,8 @@ def _c(
 def _v(cid: str, where: str, says: str, measured: str, ok: bool | None, tol: str) -> Claim:
     if ok is None:
         return Claim(cid, where, says, measured, Verdict.NOT_ATTEMPTED, "not in these runs")
-    verdict = Verdict.REPRODUCED if ok else Verdict.NOT_REPRODUCED
-    return Claim(cid, where, says, measured, verdict, ("within " if ok else "outside ") + tol)
+    verdict, why = judge_value((ok,), tol)  # each configuration ran once
+    return Claim(cid, where, says, measured, verdict, why)
 
 
 def _ratios(result: ExperimentResult, config: str, kind: str, mixes: Sequence[int]) -> list[float]:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.experiment import plots as plotting
-from testbed.experiment.claims import Claim, Difference, Verdict, judge
+from testbed.experiment.claims import Claim, Difference, judge, judge_value
 from testbed.experiment.claims import markdown as claims_markdown
 from testbed.experiment.fields import SpecError, Table
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
@@ -412,8 +412,8 @@ def targets(results: list[RunResult]) -> list[tuple[str, bool | None, str]]:
 
 
 def _value(cid: str, where: str, says: str, measured: str, ok: bool, tol: str) -> Claim:
-    verdict = Verdict.REPRODUCED if ok else Verdict.NOT_REPRODUCED
-    return Claim(cid, where, says, measured, verdict, ("within " if ok else "outside ") + tol)
+    verdict, why = judge_value((ok,), tol)  # one seed: the spec's Lublin workload
+    return Claim(cid, where, says, measured, verdict, why)
 
 
 def _direction(
