@@ -102,3 +102,26 @@ def test_no_committed_verdict_says_reproduced_without_several_seeds() -> None:
                 continue
             why = line.split("| **reproduced** (", 1)[1]
             assert any(g in why for g in grounds), f"{report}:{k}: reproduced on one run"
+
+
+def test_every_page_is_checked_but_those_named_with_a_reason() -> None:
+    pages = {"README.md", *(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))}
+    whole = {c for c in quotes.checked() if "#" not in c}
+    left_out = {page for page, why in quotes.UNCHECKED if why}
+    assert left_out <= pages, f"UNCHECKED names pages that do not exist: {left_out - pages}"
+    assert whole | left_out == pages
+    for page, number, _ in quotes.NOT_RESULTS:
+        assert number in (REPO / page).read_text(), f"NOT_RESULTS: {page} no longer has {number}"
+
+
+def test_the_check_finds_a_quoted_number_that_no_result_holds(tmp_path: Path) -> None:
+    report = tmp_path / "docs" / "results" / "study" / "report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text("| root | 2.4567 | 0.33 | +12.5% |\n")
+    (tmp_path / "README.md").write_text("cosched\n")
+    (tmp_path / "docs" / "page.md").write_text(
+        "From [the study](results/study/report.md): root 2.46, 33 % of it,\n"
+        "up 12.5 %, and `9.99` in code; but 7.77 s and 41 % come from nowhere.\n"
+    )
+    got = [str(q) for q in quotes.unsourced(tmp_path)]
+    assert got == ["docs/page.md:2: 41 %", "docs/page.md:2: 7.77"]
