@@ -208,7 +208,7 @@ def test_the_agent_unit_gives_the_controllers_back_after_every_exit() -> None:
     assert "Delegate=yes" in lines and "KillMode=process" in lines
     # ExecStopPost (run in the unit's .control leaf), not ExecStartPre (in the unit's
     # own cgroup, refused while the controllers are enabled there)
-    assert "ExecStopPost=/v/bin/python -m agent.release --backend auto" in lines
+    assert "ExecStopPost=/v/bin/python -P -m agent.release --backend auto" in lines
     assert not any(ln.startswith("ExecStartPre") for ln in lines)
 
 
