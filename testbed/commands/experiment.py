@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 from common.errors import UsageError
+from testbed.sweep.cli import add_sweep_args, given, options_from, spec_table
 
 from . import command_parser
 
@@ -23,7 +25,9 @@ DESCRIPTION = (
     "kinds and their specs. Live kinds run on real processes on the local cluster: they "
     "need root, bring the cluster up and tear it down afterwards, also on failure or "
     "Ctrl-C, and run one run at a time. Simulated kinds need no root; their independent "
-    "runs go through the sweep executor (testbed/sweep). `report` writes a report again "
+    "runs go to local worker processes (--workers, default one per core) or a Dask cluster "
+    "(--dask), each result kept in OUT/runs.sqlite as it ends, so a killed study resumes "
+    "with the runs it lacks (docs/sweeps.md). `report` writes a report again "
     "from its results.json, whatever kind wrote it; `ledger` writes docs/reproduction.md, "
     "every result of the five papers beside ours, from the committed results."
 )
@@ -42,6 +46,8 @@ EXAMPLES = (
     "  cosched experiment run experiments/rajaei-gang-vs-backfill.toml --quick\n"
     "  cosched experiment run experiments/dhc.toml --quick\n"
     "  cosched experiment run experiments/dhc.toml --dry-run\n"
+    "  cosched experiment run experiments/dhc.toml --workers 2 --out docs/results/dhc-full\n"
+    "  cosched experiment run experiments/dhc.toml --dask tcp://head:8786\n"
     "  cosched experiment report docs/results/cdc-policies/results.json --out /tmp/cdc\n"
     "  cosched experiment ledger --check"
 )
@@ -91,6 +97,7 @@ def add_commands(sub: Any) -> None:
     )
     for name, text in OVERRIDES.items():
         run.add_argument("--" + name, default=None, help="override " + text)
+    add_sweep_args(run)
     run.set_defaults(func=cmd_run)
 
     rep = command_parser(
@@ -154,7 +161,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from testbed.experiment import pipeline
-    from testbed.sweep import SweepOptions
 
     overrides = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k, None) is not None}
     if args.resimulate:
@@ -167,14 +173,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("  " + line)
         print(f"  report in {out}/")
         return 0
-    if study.live and not overrides.get("resimulate"):
+    # Simulated runs (a simulated kind's, a live kind's simulated half) go through the sweep
+    # executor, their results kept in OUT/runs.sqlite; checked (one line) before anything runs.
+    sweep = options_from(
+        args, spec_table(args.spec), store=out / "runs.sqlite", desc=f"{study.kind} runs"
+    )
+    live = study.live and not overrides.get("resimulate")
+    if live:
         from testbed.experiment.harness.cluster import sigterm_as_interrupt
 
         sigterm_as_interrupt()  # SIGTERM tears the cluster down too
-    # Simulated runs go through the sweep executor; its options are the defaults here.
+        _sequential(given(args))
     _, res, out = pipeline.run(
         args.spec, command=_command(args), out=out, quick=args.quick, overrides=overrides,
-        reuse_cluster=args.reuse_cluster, sweep=SweepOptions(),
+        reuse_cluster=args.reuse_cluster, sweep=sweep,
     )  # fmt: skip
     text = study.summary(res.data)
     if text:
@@ -182,6 +194,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(text)
     print(f"\nreport: {out}/report.md (data: {out}/results.json)")
     return 0
+
+
+def _sequential(flags: list[str]) -> None:
+    """Live runs need the host to themselves: say that they run one after another."""
+    extra = f" ({', '.join(flags)} apply to its simulated runs only)" if flags else ""
+    print(f"live study: its runs go one after another on this host{extra}", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -67,5 +67,6 @@ def load(path: str | Path) -> tuple[Study, Any]:
     doc = read_toml(p)
     s = study(kind_of(doc, p))
     table = Table.document(doc, p)
-    table.only({"kind", *s.spec_tables})
+    # [executor]: where simulated runs execute (testbed/sweep/cli.py reads it; docs/sweeps.md)
+    table.only({"kind", "executor", *s.spec_tables})
     return s, s.load(table)

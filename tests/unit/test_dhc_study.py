@@ -20,6 +20,7 @@ point_loads = [0.515]
 waste_pes = [32]
 waste_rounds = 300
 waste_table_pes = 64
+[executor]
 workers = 1
 """
 
@@ -65,6 +66,9 @@ def test_tiny_study_writes_report_plots_and_findings(
         ('kind = "dhc-sim"\n[dhc]\norigins = ["pe1"]\n', "[dhc].origins: unknown 'pe1'"),
         ('kind = "dhc-sim"\n[nothing]\n', "nothing: unknown key"),
         ("[dhc]\n", "no `kind = ...` at the top"),
+        ('kind = "dhc-sim"\n[dhc]\nworkers = 2\n', "[dhc].workers: moved to the [executor] table"),
+        ('kind = "dhc-sim"\n[dhc]\n[executor]\nworkers = 0\n', "--workers 0"),
+        ('kind = "dhc-sim"\n[dhc]\n[executor]\nthreads = 2\n', "[executor].threads: unknown field"),
     ],
 )
 def test_bad_specs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
@@ -88,6 +92,7 @@ point_loads = []
 families = ["balancing"]
 origins = ["any"]
 waste = false
+[executor]
 workers = 1
 """
 

@@ -50,7 +50,7 @@ class DhcStudy(Study):
     def run(self, spec: Any, ctx: RunContext) -> Any:
         from testbed.experiment.dhc.study import run_study
 
-        points, meta = run_study(spec)
+        points, meta = run_study(spec, ctx.sweep)
         return {"meta": meta, "points": points}
 
     def dump(self, data: Any) -> str:

@@ -16,7 +16,10 @@ thread, minimize-fragmentation mapping, weight/uniform, selective disabling
 (docs/dhc.md). §4 adds the off-line bounds (closed forms, the discrete size table,
 the selective-disabling packer) and the on-line FCFS best-fit waste of Fig. 18.
 
-    cosched experiment run experiments/dhc.toml [--quick] [--out DIR]
+    cosched experiment run experiments/dhc.toml [--quick] [--out DIR] [--workers N | --dask ADDR]
+
+The runs go through testbed.sweep (local processes or a Dask cluster), their results kept in
+OUT/runs.sqlite as they end, so a second invocation runs only what is missing (docs/sweeps.md).
 
 A spec may run some families only (``families``) and leave out Section 4 (``waste =
 false``), as experiments/dhc-table1.toml does for Table 1 over three seeds.
@@ -25,22 +28,22 @@ false``), as experiments/dhc-table1.toml does for Table 1 over three seeds.
 from __future__ import annotations
 
 import random
-import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from controller.policies.dhc import ALGORITHMS, BALANCING, DhcConfig, DhcError
 from testbed.experiment.fields import SpecError, Table
+from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[3] / "experiments" / "dhc.toml"
 #: the families of runs (module docstring); a spec may run some of them (``families``)
 FAMILIES = ("balancing", "mapping", "algorithms", "distributions")
 ORIGINS = ("any", "pe0")  # a request from any thread in the system, or always from PE #1
 _KEYS = ("name", "pes", "gangs", "seeds", "loads", "point_loads", "waste_pes", "waste_rounds",
-         "waste_table_pes", "workers", "families", "origins", "waste")  # fmt: skip
+         "waste_table_pes", "families", "origins", "waste")  # fmt: skip
 
 
 @dataclass
@@ -54,7 +57,6 @@ class DhcSpec:
     waste_pes: list[int] = field(default_factory=lambda: [32, 128, 512, 1024, 4096])
     waste_rounds: int = 20000
     waste_table_pes: int = 4096
-    workers: int = 2
     families: list[str] = field(default_factory=lambda: list(FAMILIES))
     origins: list[str] = field(default_factory=lambda: list(ORIGINS))  # the balancing family's
     waste: bool = True  # Section 4's analysis (bounds, Fig. 18)
@@ -65,9 +67,14 @@ class DhcSpec:
 
 
 def _values(t: Table, defaults: DhcSpec) -> dict[str, Any]:
+    if t.has("workers"):  # where runs execute is the executor's, not the study's
+        raise t.error(
+            "workers", "moved to the [executor] table",
+            fix="write [executor] then workers = N (or give --workers N; docs/sweeps.md)",
+        )  # fmt: skip
     t.only(_KEYS)
     out: dict[str, Any] = {}
-    for k in ("pes", "gangs", "seeds", "waste_rounds", "waste_table_pes", "workers"):
+    for k in ("pes", "gangs", "seeds", "waste_rounds", "waste_table_pes"):
         if t.has(k):
             out[k] = t.integer(k, minimum=1)
     if t.has("name"):
@@ -139,18 +146,28 @@ def runs(spec: DhcSpec) -> list[Run]:
     return out
 
 
-def _one(args: tuple[Run, int]) -> dict[str, Any]:
+RESULT_VERSION = 1  # what run_one returns; raise it when that changes (docs/sweeps.md)
+
+
+def run_spec(run: Run, gangs: int) -> RunSpec:
+    """One fluid run as the sweep executor takes it (everything the result depends on)."""
+    params = {"family": run.family, "label": run.label, "config": asdict(run.cfg),
+              "dist": run.dist, "load": run.load, "gangs": gangs}  # fmt: skip
+    return RunSpec("dhc", params, run.seed, run_one, RESULT_VERSION)
+
+
+def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     from testbed.sim.dhc import simulate
 
-    run, gangs = args
-    r = simulate(run.cfg, run.dist, run.load, gangs=gangs, seed=run.seed)
+    cfg = DhcConfig(**params["config"])
+    r = simulate(cfg, params["dist"], params["load"], gangs=params["gangs"], seed=seed)
     return {
-        "family": run.family,
-        "label": run.label,
-        "dist": run.dist,
-        "load": run.load,
-        "seed": run.seed,
-        "config": asdict(run.cfg),
+        "family": params["family"],
+        "label": params["label"],
+        "dist": params["dist"],
+        "load": params["load"],
+        "seed": seed,
+        "config": asdict(cfg),
         **r.row(),
         "rf_hist": r.rf_hist,
         "rf_by_size": {str(k): v for k, v in r.rf_by_size.items()},
@@ -183,19 +200,21 @@ def waste(spec: DhcSpec) -> dict[str, Any]:
     return out
 
 
-def run_study(spec: DhcSpec) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from tqdm import tqdm
-
-    todo = runs(spec)
+def run_study(
+    spec: DhcSpec, options: SweepOptions | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     t0 = time.monotonic()
-    points: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=spec.workers) as pool:
-        it = pool.map(_one, [(r, spec.gangs) for r in todo], chunksize=2)
-        for p in tqdm(it, total=len(todo), desc="dhc runs", file=sys.stderr, disable=None):
-            points.append(p)
+    done = run_sweep([run_spec(r, spec.gangs) for r in runs(spec)], options)
+    done.check()  # a failed run: listed, exit status 1 (the others are stored)
+    points = [dict(p) for p in done.results if p is not None]
     meta = {
         "spec": {k: v for k, v in asdict(spec).items() if k != "quick"},
         "waste": waste(spec) if spec.waste else None,
         "seconds": round(time.monotonic() - t0, 1),
+        "sweep": {
+            "ran": done.ran,
+            "stored": done.stored,
+            "run_seconds": round(done.run_seconds, 1),
+        },
     }
     return points, meta
