@@ -11,6 +11,7 @@ from typing import Any
 from common.errors import CoschedError, UsageError
 from controller.policies.base import PolicyError
 from controller.policies.registry import REGISTRY, lookup, make_policy, parse_params
+from testbed.sweep.cli import add_sweep_args
 
 from . import command_parser
 
@@ -117,6 +118,7 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--plot", action="store_true", help="write PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_sweep_args(p, store=False)
     p.set_defaults(func=cmd_simulate)
 
     q = command_parser(
@@ -272,39 +274,100 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise CoschedError(
             f"cannot create --out {args.out}: {exc.strerror}", fix="give a writable --out"
         ) from None
-    summaries = []
-    results = []
-    for load, jobs, info in workloads:
-        for entry in entries:
-            try:
-                policy = make_policy(entry.name, nodes, typed[entry.name])
-            except PolicyError as exc:  # a value the constructor refuses (e.g. band=-1)
-                raise SimulateError(str(exc), fix="see `cosched policies`") from None
-            res = _run_one(simulate, jobs, policy, config, quiet=args.quiet, label=entry.name)
-            rows = job_table(res)
-            summary = summarize(res, rows)
-            summary.load = info.offered_load
-            summaries.append(summary)
-            results.append(res)
-            tag = entry.name if load is None else f"{entry.name}-load{load:g}"
-            write_csv(args.out / f"jobs-{tag}.csv", rows)
-            write_json(args.out / f"summary-{tag}.json", summary, res)
+    for e in entries:
+        try:  # a value the constructor refuses (e.g. band=-1): one line before any run
+            make_policy(e.name, nodes, typed[e.name])
+        except PolicyError as exc:
+            raise SimulateError(str(exc), fix="see `cosched policies`") from None
+    pairs = [(load, jobs, info, e) for load, jobs, info in workloads for e in entries]
+    if len(pairs) > 1:
+        ran = _run_sweep(args, pairs, nodes, typed, config)
+    else:
+        load, jobs, info, entry = pairs[0]
+        policy = make_policy(entry.name, nodes, typed[entry.name])
+        res = _run_one(simulate, jobs, policy, config, quiet=args.quiet, label=entry.name)
+        rows = job_table(res)
+        summary = summarize(res, rows)
+        summary.load = info.offered_load
+        write_csv(args.out / f"jobs-{_tag(entry.name, load)}.csv", rows)
+        write_json(args.out / f"summary-{_tag(entry.name, load)}.json", summary, res)
+        ran = [(summary, res.rejected, res)]
+    summaries = [r[0] for r in ran]
     where = f"; gang execution model {mode}" if gang else ""
     print(f"workload: {workloads[0][2].description}; nodes {nodes}{where}")
     if model:
         print(model[2])
     print(table(summaries))
-    for s, res in zip(summaries, results, strict=True):
-        for job_id, why in res.rejected[:5]:
+    for s, rejected, _ in ran:
+        for job_id, why in rejected[:5]:
             print(f"rejected job {job_id} ({s.policy}): {why}")
-        if len(res.rejected) > 5:
-            print(f"... and {len(res.rejected) - 5} more rejected ({s.policy})")
+        if len(rejected) > 5:
+            print(f"... and {len(rejected) - 5} more rejected ({s.policy})")
     if args.plot:
-        plot_jobs_in_system(args.out / "jobs_in_system.png", results[-len(entries) :])
+        plot_jobs_in_system(args.out / "jobs_in_system.png", [r[2] for r in ran[-len(entries) :]])
         if len(loads) > 1:
             plot_slowdown_vs_load(args.out / "slowdown_vs_load.png", summaries)
     print(f"results in {args.out}/")
     return 0
+
+
+def _tag(policy: str, load: float | None) -> str:
+    return policy if load is None else f"{policy}-load{load:g}"
+
+
+def _absolute(workload: str) -> str:
+    """The workload argument with its file made absolute (a worker may run elsewhere)."""
+    if workload.startswith("swf:"):
+        return "swf:" + str(Path(workload[4:]).resolve())
+    if workload.endswith(".toml"):
+        return str(Path(workload).resolve())
+    return workload
+
+
+def _run_sweep(
+    args: argparse.Namespace, pairs: list[Any], nodes: int, typed: dict[str, Any], config: Any
+) -> list[tuple[Any, list[tuple[int, str]], Any]]:
+    """Several (load, policy) runs through the sweep executor; writes each run's files."""
+    from dataclasses import asdict
+
+    from testbed.sim.metrics import RunSummary
+    from testbed.sim.report import JobsSeries
+    from testbed.sim.sweeprun import run_policy
+    from testbed.sweep import RunSpec, run_sweep
+    from testbed.sweep.cli import options_from
+
+    specs = []
+    for load, _, _, entry in pairs:
+        workload = {
+            "arg": _absolute(args.workload),
+            "jobs": args.jobs,
+            "load": load,
+            "profile": args.profile,
+            "skip_bad_lines": args.skip_bad_lines or None,
+        }
+        params = {
+            "workload": workload,
+            "nodes": nodes,
+            "policy": entry.name,
+            "policy_params": typed[entry.name],
+            "config": asdict(config),
+        }
+        specs.append(RunSpec("simulate", params, args.seed, run_policy))
+    done = run_sweep(specs, options_from(args, None, desc="simulate runs"))
+    ran = []
+    for (load, _, _, entry), r in zip(pairs, done.results, strict=True):
+        if r is None:
+            continue
+        doc = dict(r["summary"])
+        doc["slot_matched_fraction"] = {int(k): v for k, v in doc["slot_matched_fraction"].items()}
+        summary = RunSummary(**doc)
+        tag = _tag(entry.name, load)
+        (args.out / f"jobs-{tag}.csv").write_text(r["csv"], newline="")
+        (args.out / f"summary-{tag}.json").write_text(r["json"])
+        rejected = [(int(j), str(why)) for j, why in r["rejected"]]
+        ran.append((summary, rejected, JobsSeries(entry.name, r["series"][0], r["series"][1])))
+    done.check()
+    return ran
 
 
 def _execution_model(args: argparse.Namespace) -> tuple[float, float, str]:

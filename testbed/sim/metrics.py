@@ -215,11 +215,16 @@ def _jobs_in_system(res: SimResult) -> tuple[float, int]:
 
 
 def write_json(path: Path, summary: RunSummary, res: SimResult) -> None:
+    path.write_text(json_text(summary, res))
+
+
+def json_text(summary: RunSummary, res: SimResult) -> str:
+    """What :func:`write_json` writes."""
     doc = asdict(summary)
     doc["slot_matched_fraction"] = {str(k): v for k, v in summary.slot_matched_fraction.items()}
     doc["rejected_jobs"] = [{"job_id": j, "reason": why} for j, why in res.rejected]
     doc["config"] = asdict(res.config)
-    path.write_text(json.dumps(_finite(doc), indent=2, allow_nan=False) + "\n")
+    return json.dumps(_finite(doc), indent=2, allow_nan=False) + "\n"
 
 
 def _finite(value: object) -> object:
@@ -268,7 +273,12 @@ def _row_format(table: JobTable) -> str:
 
 def write_csv(path: Path, table: JobTable) -> None:
     """One row per job, :data:`COLUMNS` as the header (no field needs quoting)."""
-    row = _row_format(table)
     with path.open("w", newline="") as fh:
-        fh.write(",".join(COLUMNS) + "\r\n")
-        fh.write("".join(map(row.__mod__, zip(*table.columns(), strict=True))))
+        fh.write(csv_text(table))
+
+
+def csv_text(table: JobTable) -> str:
+    """What :func:`write_csv` writes."""
+    row = _row_format(table)
+    head = ",".join(COLUMNS) + "\r\n"
+    return head + "".join(map(row.__mod__, zip(*table.columns(), strict=True)))

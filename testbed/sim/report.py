@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.sim.metrics import RunSummary
@@ -46,7 +47,16 @@ def table(summaries: Sequence[RunSummary]) -> str:
     return "\n".join(lines)
 
 
-def plot_jobs_in_system(path: Path, results: Sequence[SimResult]) -> None:
+@dataclass(frozen=True)
+class JobsSeries:
+    """A run's jobs-in-system series (a :class:`SimResult` has the same three fields)."""
+
+    policy: str
+    series_t: Sequence[float]
+    series_n: Sequence[float]
+
+
+def plot_jobs_in_system(path: Path, results: Sequence[SimResult | JobsSeries]) -> None:
     """Jobs in the system over time, one line per run (Wiseman & Feitelson 2003 Fig. 11)."""
     import matplotlib
 

@@ -287,3 +287,28 @@ def test_progress_lines_in_a_log_say_done_failed_and_eta() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("dhc runs: 5/10 done, 0 failed, 0:00:00 elapsed, ETA ")
     assert lines[1].startswith("dhc runs: 6/10 done, 1 failed")
+
+
+def test_simulate_gives_the_same_files_with_one_and_two_workers(tmp_path: Path) -> None:
+    from testbed.cli import main
+
+    def files(workers: str) -> dict[str, Any]:
+        out = tmp_path / workers
+        argv = ["simulate", "--policy", "gang,easy", "--workload", "lublin", "--nodes", "8",
+                "--jobs", "60", "--loads", "0.5,0.8", "--quiet", "--calibration", "none",
+                "--workers", workers, "--out", str(out)]  # fmt: skip
+        assert main(argv) == 0
+        got: dict[str, Any] = {}
+        for f in sorted(out.iterdir()):
+            if f.suffix == ".json":  # timings aside
+                doc = json.loads(f.read_text())
+                got[f.name] = {k: v for k, v in doc.items() if k not in TIMINGS}
+            else:
+                got[f.name] = f.read_text()
+        return got
+
+    one, two = files("1"), files("2")
+    assert len(one) == 8 and one == two
+
+
+TIMINGS = ("sim_seconds", "jobs_per_second")
