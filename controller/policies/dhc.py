@@ -128,6 +128,14 @@ class DhcTree:
     # kept on place/remove so a round visits only subtrees that hold gangs (P = 4096).
     sub_gangs: dict[Ctl, int] = field(default_factory=dict)
     sub_size: dict[Ctl, int] = field(default_factory=dict)
+    # Each gang's untouched subtrees (selective disabling) depend only on its PEs and on
+    # which subtrees of its controller hold gangs: kept across rounds until a subtree below
+    # the controller gains its first gang or loses its last (``_changed``, per controller).
+    _epoch: int = field(default=0, init=False, repr=False)
+    _changed: dict[Ctl, int] = field(default_factory=dict, init=False, repr=False)
+    _untouched_of: dict[int, tuple[int, list[Ctl]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not self.pe_load:
@@ -155,9 +163,15 @@ class DhcTree:
     def _up(self, c: Ctl, gangs: int, size: int) -> None:
         """Add to the subtree counts of ``c`` and every controller above it."""
         lvl, idx = c
+        moved = False  # a subtree gained its first gang or lost its last: here and above
         while lvl <= self.cfg.levels:
             k = (lvl, idx)
             n = self.sub_gangs.get(k, 0) + gangs
+            if (n != 0) != (k in self.sub_gangs) and not moved:
+                moved = True
+                self._epoch += 1
+            if moved:
+                self._changed[k] = self._epoch
             if n:
                 self.sub_gangs[k] = n
                 self.sub_size[k] = self.sub_size.get(k, 0) + size
@@ -280,6 +294,7 @@ class DhcTree:
         g = self.gangs.pop(gang_id, None)
         if g is None:
             raise DhcError(f"dhc: no gang {gang_id}")
+        self._untouched_of.pop(gang_id, None)
         self.own[g.controller].remove(gang_id)
         if not self.own[g.controller]:
             del self.own[g.controller]
@@ -319,45 +334,102 @@ class DhcTree:
 
     def _untouched(self, c: Ctl, pes: tuple[int, ...]) -> list[Ctl]:
         """Maximal subtrees of ``c`` holding none of ``pes`` (sorted) that control a
-        gang (selective disabling; a subtree without gangs has nothing to run)."""
+        gang (selective disabling; a subtree without gangs has nothing to run), left to
+        right."""
         out: list[Ctl] = []
-        kids = self.children(c)
-        if kids is None:
-            return out
-        for k in kids:
-            if k not in self.sub_gangs:
-                continue
-            r = self.block(k)
-            i = bisect_left(pes, r.start)
-            if i == len(pes) or pes[i] >= r.stop:
-                out.append(k)
-            else:
-                out.extend(self._untouched(k, pes))
+        sub = self.sub_gangs
+        n = len(pes)
+
+        def visit(lvl: int, idx: int) -> None:
+            if lvl == 0:
+                return
+            lvl -= 1
+            for j in (2 * idx, 2 * idx + 1):
+                k = (lvl, j)
+                if k not in sub:
+                    continue
+                start = j << lvl
+                i = bisect_left(pes, start)
+                if i == n or pes[i] >= start + (1 << lvl):
+                    out.append(k)
+                else:
+                    visit(lvl, j)
+
+        visit(*c)
         return out
 
-    def _schedule(self, c: Ctl, t0: float, window: float, out: list[Slot]) -> None:
-        if window <= 0.0 or c not in self.sub_gangs:
-            return
-        mine = self._own_share(c) * window
-        t = t0
-        for g, frac in self._within(c):
-            length = frac * mine
-            out.append(Slot(t, length, g, c))
-            if self.cfg.selective:
-                for u in self._untouched(c, self.gangs[g].pes):
-                    self._schedule(u, t, length, out)
-            t += length
-        kids = self.children(c)
-        if kids is not None:
-            for k in kids:
-                self._schedule(k, t0 + mine, window - mine, out)
+    def untouched(self, gang_id: int) -> list[Ctl]:
+        """:meth:`_untouched` of a gang's controller and PEs, kept while no subtree of
+        that controller gains its first gang or loses its last."""
+        g = self.gangs[gang_id]
+        stamp = self._changed.get(g.controller, 0)
+        hit = self._untouched_of.get(gang_id)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        subs = self._untouched(g.controller, g.pes)
+        self._untouched_of[gang_id] = (stamp, subs)
+        return subs
+
+    def raw_round(self) -> list[tuple[float, int, int, int, float]]:
+        """The round as tuples ``(start, controller code, gang, n, length)``, sorted as
+        :meth:`round` sorts its slots; the controller code is ``level * P + index``
+        (ordered as the ``(level, index)`` pairs) and ``n`` the slot's place in the wave
+        order, so ties are broken as a stable sort breaks them.
+
+        The same arithmetic as the plain recursion of §3.3 (each length is
+        ``frac * (share * window)``, each start a running sum), so every slot is
+        the same float; it only computes once per round what does not change within
+        a round: each controller's own share and division among its gangs, and each
+        gang's untouched subtrees (a round can hold 10^4-10^5 slots when one
+        controller holds many gangs: Fig. 3's requests from PE #1 with no balancing).
+        """
+        pes, selective = self.cfg.pes, self.cfg.selective
+        sub_gangs = self.sub_gangs
+        div: dict[Ctl, tuple[float, list[tuple[int, float]]]] = {}
+        division = self._division
+        untouched = self.untouched
+        out: list[tuple[float, int, int, int, float]] = []
+        append = out.append
+
+        def schedule(c: Ctl, t0: float, window: float) -> None:
+            if window <= 0.0 or c not in sub_gangs:
+                return
+            d = div.get(c)
+            if d is None:
+                d = div[c] = division(c)
+            mine = d[0] * window
+            lvl, idx = c
+            code = lvl * pes + idx
+            t = t0
+            for g, frac in d[1]:
+                length = frac * mine
+                append((t, code, g, len(out), length))
+                if selective:
+                    for u in untouched(g):
+                        schedule(u, t, length)
+                t += length
+            if lvl:
+                rest = window - mine
+                start = t0 + mine
+                for k in ((lvl - 1, 2 * idx), (lvl - 1, 2 * idx + 1)):
+                    if k in sub_gangs:  # (what schedule would check first)
+                        schedule(k, start, rest)
+
+        schedule(self.root, 0.0, 1.0)
+        out.sort()
+        return out
+
+    def _division(self, c: Ctl) -> tuple[float, list[tuple[int, float]]]:
+        """A controller's own share of a window and its division among its gangs."""
+        mine = self.own.get(c)
+        if not mine:
+            return 0.0, []
+        return self._own_share(c), self._within(c)
 
     def round(self) -> list[Slot]:
         """One scheduling round of length 1: every gang's slots, by start time."""
-        out: list[Slot] = []
-        self._schedule(self.root, 0.0, 1.0, out)
-        out.sort(key=lambda s: (s.start, s.controller, s.gang_id))
-        return out
+        pes = self.cfg.pes
+        return [Slot(t, ln, g, divmod(code, pes)) for t, code, g, _, ln in self.raw_round()]
 
     def run_fractions(self) -> dict[int, float]:
         """Each gang's share of the round: its rate of progress (1/slowdown)."""

@@ -86,6 +86,19 @@ class DhcRun:
         }
 
 
+def _rates(
+    tree: DhcTree, info: dict[int, tuple[float, float, int]]
+) -> tuple[dict[int, float], float]:
+    """Each gang's share of the round (its slots' lengths added in the round's order) and
+    the PE-shares busy (= sum(pe_busy(round)), added in the same order, without a per-PE
+    pass: P = 4096). ``info`` holds the sizes of the tree's gangs."""
+    slots = tree.raw_round()  # (start, controller, gang, n, length), as round() sorts
+    rates = dict.fromkeys(tree.gangs, 0.0)
+    for sl in slots:
+        rates[sl[2]] += sl[4]
+    return rates, sum(sl[4] * info[sl[2]][2] for sl in slots)
+
+
 def simulate(
     config: DhcConfig,
     dist: str = "uniform",
@@ -152,12 +165,7 @@ def simulate(
             if len(work) > max_in_system:
                 saturated = True
                 break
-        slots = tree.round()
-        rates = dict.fromkeys(tree.gangs, 0.0)
-        for sl in slots:
-            rates[sl.gang_id] += sl.length
-        # = sum(pe_busy(slots, tree)), without a per-PE pass (P = 4096)
-        busy_now = sum(sl.length * tree.gangs[sl.gang_id].size for sl in slots)
+        rates, busy_now = _rates(tree, info)
     span = (now - t_start) if t_start is not None else 0.0
     slow = [resp / ex for _, resp, ex, _ in done if ex > 0]
     rfs = [ex / resp for _, resp, ex, _ in done if resp > 0]
