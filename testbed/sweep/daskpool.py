@@ -48,6 +48,47 @@ def check_address(address: str) -> str:
     return f"{scheme}://{loc}"
 
 
+async def _identity(address: str, timeout: float) -> dict[str, Any]:
+    """What the server at ``address`` says it is (Dask's own handshake and ``identity``)."""
+    import asyncio
+
+    from distributed.comm import core
+
+    connect: Any = core.connect  # untyped
+    comm = await connect(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        reply = await asyncio.wait_for(comm.read(), timeout)
+    finally:
+        await comm.close()
+    return dict(reply) if isinstance(reply, dict) else {"type": repr(reply)[:40]}
+
+
+def probe(address: str, timeout: float) -> None:
+    """One line if no Dask scheduler answers at ``address`` (before a client is made:
+    a client of a server that is not Dask's fails in ways that take a page to print)."""
+    import asyncio
+
+    try:
+        kind = asyncio.run(_identity(address, timeout)).get("type")
+    except (OSError, TimeoutError) as e:
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SchedulerError(
+            f"--dask {address}: no Dask scheduler answered within {timeout:g} s ({why})",
+            fix=f"check the address, or {FIX}",
+        ) from None
+    except Exception as e:  # it answered, but not as Dask speaks
+        raise SchedulerError(
+            f"--dask {address}: what answers there is not a Dask scheduler ({type(e).__name__})",
+            fix="give the address `dask scheduler` prints (tcp://HOST:8786)",
+        ) from None
+    if kind != "Scheduler":
+        raise SchedulerError(
+            f"--dask {address}: that is a Dask {kind}, not a scheduler",
+            fix="give the scheduler's address (tcp://HOST:8786)",
+        )
+
+
 def _fingerprints(modules: list[str]) -> dict[str, str]:
     """Run on each worker: the fingerprint of each run module there."""
     return {m: fingerprint(m) for m in modules}
@@ -67,18 +108,18 @@ class DaskPool:
         import distributed
 
         Client: Any = distributed.Client  # untyped constructor
-        # distributed logs each failed connection attempt; the one line below says it all
+        # distributed logs each failed connection attempt; the one line of probe says it all
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
         try:
+            probe(self.address, self.timeout)
             self.client = Client(self.address, timeout=self.timeout, set_as_default=False)
-        except (OSError, TimeoutError) as e:
-            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        except (OSError, TimeoutError) as e:  # it went away between the probe and now
             raise SchedulerError(
-                f"--dask {self.address}: no Dask scheduler answered within "
-                f"{self.timeout:g} s ({why})",
+                f"--dask {self.address}: the scheduler stopped answering ({e})".splitlines()[0],
                 fix=f"check the address, or {FIX}",
             ) from None
-        logging.getLogger("distributed").setLevel(logging.WARNING)
+        finally:
+            logging.getLogger("distributed").setLevel(logging.WARNING)
         try:
             theirs = self.client.run(_fingerprints, sorted(set(modules)))
         except Exception as e:
@@ -114,6 +155,19 @@ class DaskPool:
         return f"the Dask cluster at {self.address}"
 
     def run(self, todo: Sequence[RunSpec], done: Callable[[RunSpec, Outcome], None]) -> None:
+        """Submit every run; take outcomes as they end. The scheduler moves the runs of a
+        worker that dies to other workers, but blames every run that worker held (queued
+        ones too) once it has died ``allowed-failures`` + 1 times; such runs are run again,
+        each alone, after the others, and only one that kills its worker alone fails."""
+        suspects = self._wave(todo, done)
+        for spec in suspects:
+            for left in self._wave([spec], done):
+                error = f"{DIED} (on every worker it was given to, also alone)"
+                done(left, Outcome(left.key, None, error))
+
+    def _wave(
+        self, todo: Sequence[RunSpec], done: Callable[[RunSpec, Outcome], None]
+    ) -> list[RunSpec]:
         import distributed
 
         as_completed: Any = distributed.as_completed  # untyped
@@ -124,23 +178,25 @@ class DaskPool:
             ): spec
             for spec in todo
         }
+        killed: list[RunSpec] = []
         try:
             for fut in as_completed(futures, loop=self.client.loop):
                 spec = futures[fut]
-                if fut.status == "finished":
-                    done(spec, fut.result())
-                    fut.release()
-                    continue
-                exc = fut.exception()
-                if type(exc).__name__ == "KilledWorker":
-                    error = f"{DIED} (on every worker it was given to)"
+                try:  # waits if the result was lost with its worker and is computed again
+                    outcome = fut.result()
+                except Exception as exc:  # not the run's error: execute() returns those
+                    if type(exc).__name__ == "KilledWorker":
+                        killed.append(spec)
+                    else:
+                        error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                        done(spec, Outcome(spec.key, None, error))
                 else:
-                    error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                done(spec, Outcome(spec.key, None, error))
+                    done(spec, outcome)
                 fut.release()
         except BaseException:
             self.client.cancel(list(futures))
             raise
+        return killed
 
     def close(self) -> None:
         if self.client is not None:

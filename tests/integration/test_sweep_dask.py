@@ -1,0 +1,100 @@
+"""Sweeps on a real Dask cluster (a LocalCluster of two one-thread worker processes):
+the same results as the local process pool, dead workers, addresses that are not a scheduler.
+
+No root and no kernel state: the scheduler and workers are ordinary local processes.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed.sweep import RunSpec, SweepOptions, run_sweep
+from testbed.sweep.errors import SchedulerError
+from tests.unit.sweep_runs import square
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+    ) as lc:
+        yield lc
+
+
+def dhc_specs() -> list[RunSpec]:
+    from testbed.experiment import dhcstudy
+
+    spec = dhcstudy.DhcSpec(pes=8, gangs=150, loads=[0.5, 0.8], point_loads=[])
+    return [dhcstudy.run_spec(r, spec.gangs) for r in dhcstudy.runs(spec)][::4]
+
+
+def test_a_dask_cluster_gives_the_local_pools_results_and_shows_its_dashboard(
+    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    todo = dhc_specs()
+    local = run_sweep(todo, SweepOptions(workers=2, progress=False))
+    on_dask = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, desc="dhc runs"))
+    assert local.ok() and on_dask.ok() and len(todo) >= 10
+    assert json.dumps(on_dask.results) == json.dumps(local.results)
+    err = capsys.readouterr().err
+    assert f"Dask scheduler {cluster.scheduler_address}: 2 workers, 2 threads" in err
+    assert "; dashboard http://127.0.0.1:" in err
+    # results a Dask sweep stored are the local pool's to reuse (and the other way round)
+    store = tmp_path / "runs.sqlite"
+    first = run_sweep(todo[:5], SweepOptions(dask=cluster.scheduler_address, store=store,
+                                             progress=False))  # fmt: skip
+    second = run_sweep(todo, SweepOptions(workers=2, store=store, progress=False))
+    assert (first.ran, second.stored, second.ran) == (5, 5, len(todo) - 5)
+    assert json.dumps(second.results) == json.dumps(local.results)
+
+
+def test_a_run_whose_worker_dies_runs_elsewhere_and_a_killer_fails_alone(
+    cluster: Any, tmp_path: Path
+) -> None:
+    todo = [RunSpec("sq", {"x": x, "sleep": 0.05}, 3, square) for x in range(6)]
+    todo.append(RunSpec("sq", {"x": 50, "die": str(tmp_path / "once"), "deaths": 1}, 3, square))
+    todo.append(RunSpec("sq", {"x": 51, "die": "always"}, 3, square))
+    out = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, progress=False))
+    assert out.results[6] is not None and out.results[6]["y"] == 2503
+    assert [f.spec.params["x"] for f in out.failed] == [51]
+    assert out.failed[0].error.startswith("WorkerDied")
+    assert all(r is not None for r in out.results[:6])
+
+
+def test_an_address_that_is_not_a_scheduler_is_one_line(cluster: Any) -> None:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello")
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        port = srv.getsockname()[1]
+        with pytest.raises(SchedulerError) as e:
+            run_sweep([RunSpec("sq", {"x": 1}, 1, square)],
+                      SweepOptions(dask=f"tcp://127.0.0.1:{port}", connect_timeout=3))  # fmt: skip
+        assert "is not a Dask scheduler" in str(e.value) and "\n" not in str(e.value)
+    finally:
+        srv.close()
+    with distributed.Client(cluster) as client:  # the workers now (earlier tests killed some)
+        client.wait_for_workers(2, timeout=60)
+        worker = next(iter(client.scheduler_info()["workers"]))
+    with pytest.raises(SchedulerError, match="that is a Dask Worker, not a scheduler"):
+        run_sweep([RunSpec("sq", {"x": 1}, 1, square)], SweepOptions(dask=worker))
