@@ -385,8 +385,8 @@ class DhcTree:
         """
         pes, selective = self.cfg.pes, self.cfg.selective
         sub_gangs = self.sub_gangs
-        div: dict[Ctl, tuple[float, list[tuple[int, float]]]] = {}
-        division = self._division
+        # per controller: its own share, and each own gang's fraction and untouched subtrees
+        div: dict[Ctl, tuple[float, list[tuple[int, float, list[Ctl]]]]] = {}
         untouched = self.untouched
         out: list[tuple[float, int, int, int, float]] = []
         append = out.append
@@ -396,17 +396,17 @@ class DhcTree:
                 return
             d = div.get(c)
             if d is None:
-                d = div[c] = division(c)
+                share, within = self._division(c)
+                d = div[c] = (share, [(g, f, untouched(g) if selective else []) for g, f in within])
             mine = d[0] * window
             lvl, idx = c
             code = lvl * pes + idx
             t = t0
-            for g, frac in d[1]:
+            for g, frac, subs in d[1]:
                 length = frac * mine
                 append((t, code, g, len(out), length))
-                if selective:
-                    for u in untouched(g):
-                        schedule(u, t, length)
+                for u in subs:
+                    schedule(u, t, length)
                 t += length
             if lvl:
                 rest = window - mine

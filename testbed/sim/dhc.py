@@ -86,17 +86,16 @@ class DhcRun:
         }
 
 
-def _rates(
-    tree: DhcTree, info: dict[int, tuple[float, float, int]]
-) -> tuple[dict[int, float], float]:
+def _rates(tree: DhcTree, size: dict[int, int]) -> tuple[dict[int, float], float]:
     """Each gang's share of the round (its slots' lengths added in the round's order) and
     the PE-shares busy (= sum(pe_busy(round)), added in the same order, without a per-PE
-    pass: P = 4096). ``info`` holds the sizes of the tree's gangs."""
-    slots = tree.raw_round()  # (start, controller, gang, n, length), as round() sorts
+    pass: P = 4096). ``size`` holds the sizes of the tree's gangs."""
     rates = dict.fromkeys(tree.gangs, 0.0)
-    for sl in slots:
-        rates[sl[2]] += sl[4]
-    return rates, sum(sl[4] * info[sl[2]][2] for sl in slots)
+    busy = 0.0
+    for _, _, g, _, length in tree.raw_round():  # sorted as round() sorts its slots
+        rates[g] += length
+        busy += length * size[g]
+    return rates, busy
 
 
 def simulate(
@@ -120,6 +119,7 @@ def simulate(
     arrivals = 0
     work: dict[int, float] = {}
     info: dict[int, tuple[float, float, int]] = {}  # id -> arrival, execution, size
+    size: dict[int, int] = {}  # id -> size, of the gangs in the tree
     done: list[tuple[int, float, float, int]] = []  # id, response, execution, size
     rates: dict[int, float] = {}
     busy_now = 0.0  # PE-shares running a thread under the current round
@@ -147,6 +147,7 @@ def simulate(
         now += dt
         if t_left <= t_arr:
             arr, ex, sz = info.pop(g_next)
+            del size[g_next]
             del work[g_next]
             tree.remove(g_next)
             if g_next >= skip:
@@ -161,11 +162,12 @@ def simulate(
             tree.place(gid, sz)
             work[gid] = ex
             info[gid] = (now, ex, sz)
+            size[gid] = sz
             next_arrival = now + rng.expovariate(1 / ia_mean)
             if len(work) > max_in_system:
                 saturated = True
                 break
-        rates, busy_now = _rates(tree, info)
+        rates, busy_now = _rates(tree, size)
     span = (now - t_start) if t_start is not None else 0.0
     slow = [resp / ex for _, resp, ex, _ in done if ex > 0]
     rfs = [ex / resp for _, resp, ex, _ in done if resp > 0]
