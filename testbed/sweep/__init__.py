@@ -251,7 +251,10 @@ def _executor(options: SweepOptions, runs: int, modules: list[str]) -> Executor:
     workers = options.workers or os.cpu_count() or 1
     if workers == 1 or runs == 1:
         return InProcess()
-    return LocalPool(min(workers, runs), options.attempts)
+    from testbed.sweep.fingerprint import fingerprint
+
+    known = {m: fingerprint(m) for m in modules}
+    return LocalPool(min(workers, runs), options.attempts, known)
 
 
 def _header(

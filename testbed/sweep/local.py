@@ -39,20 +39,25 @@ class InProcess:
 
 
 class LocalPool:
-    def __init__(self, workers: int, attempts: int = 3) -> None:
+    def __init__(
+        self, workers: int, attempts: int = 3, known: dict[str, str] | None = None
+    ) -> None:
         self.workers = workers
         self.attempts = attempts
+        self.known = dict(known or {})  # module -> fingerprint, for the workers
 
     def describe(self) -> str:
         return f"{self.workers} local worker process{'es' if self.workers > 1 else ''}"
 
     def _pool(self, size: int) -> ProcessPoolExecutor:
         ctx = multiprocessing.get_context("forkserver")
+        # imported once in the fork server, not in every worker (start-up of a sweep)
+        ctx.set_forkserver_preload(["__main__", "testbed.sweep.worker", *self.known])
         return ProcessPoolExecutor(
             max_workers=size,
             mp_context=ctx,
             initializer=init_local_worker,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), self.known),
         )
 
     def run(self, todo: Sequence[RunSpec], done: Callable[[RunSpec, Outcome], None]) -> None:

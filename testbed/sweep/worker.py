@@ -20,6 +20,10 @@ from dataclasses import dataclass
 
 from testbed.sweep.fingerprint import fingerprint
 
+# Fingerprints the coordinator computed, handed to local workers that share its files
+# (a Dask worker computes its own: its code may be another copy).
+KNOWN: dict[str, str] = {}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -40,7 +44,8 @@ def execute(spec: object) -> Outcome:
 
     assert isinstance(spec, RunSpec)
     t0 = time.perf_counter()
-    code = fingerprint(spec.func.__module__)
+    module = spec.func.__module__
+    code = KNOWN.get(module) or fingerprint(module)
     try:
         value = spec.func(spec.params, spec.seed)
         if not isinstance(value, Mapping):
@@ -59,12 +64,13 @@ def execute(spec: object) -> Outcome:
     return Outcome(spec.key, text, "", "", time.perf_counter() - t0, code, socket.gethostname())
 
 
-def init_local_worker(coordinator: int) -> None:
+def init_local_worker(coordinator: int, known: dict[str, str]) -> None:
     """A local worker process: Ctrl-C is the coordinator's to handle (it stops the
     workers), and the worker exits when its coordinator is gone, even after SIGKILL
     (a process pool's workers otherwise wait forever on their queue)."""
     import psutil
 
+    KNOWN.update(known)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         born = psutil.Process(coordinator).create_time()

@@ -1,0 +1,133 @@
+"""Sweep executors (issue 27, "Targets"): what running a study's runs in parallel buys.
+
+* Speed-up of 2 local worker processes over 1 (this process) on a sweep of
+  ``--runs`` DHC fluid runs (Feitelson & Rudolph 1996's simulation, about a
+  second each). Target >= 1.8x on a 2-core machine.
+* A Dask LocalCluster of 2 one-thread worker processes against the local pool of
+  2 on the same sweep. Target: within 10 %. The cluster is started once, before
+  the measurements (its start-up is printed apart).
+* Executor overhead per run: a sweep of ``--trivial`` runs that do nothing,
+  wall time per run, for each executor, with and without a result store.
+  Target < 50 ms.
+
+The host is shared: every repetition measures the executors side by side in
+an interleaved order (1, pool, Dask, then again), and each ratio is taken
+within one repetition; printed are the median and the range over
+``--repeats`` repetitions, with the load average before and after.
+
+    python benchmarks/sweep.py                 # 24 runs, 3 repetitions
+    python benchmarks/sweep.py --runs 20 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from testbed.experiment import dhcstudy  # noqa: E402
+from testbed.sweep import RunSpec, SweepOptions, run_sweep  # noqa: E402
+
+SPEEDUP_TARGET = 1.8
+DASK_TARGET = 0.10
+OVERHEAD_TARGET = 0.050  # s per run
+
+
+def nothing(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    return {"i": params["i"]}
+
+
+def dhc_runs(n: int, gangs: int) -> list[RunSpec]:
+    """``n`` DHC runs of similar length: every design, loads 0.4-0.6, any-thread requests."""
+    spec = dhcstudy.DhcSpec(gangs=gangs, loads=[0.4, 0.5, 0.6], point_loads=[])
+    runs = [r for r in dhcstudy.runs(spec) if r.family != "balancing-pe0"]
+    return [dhcstudy.run_spec(r, gangs) for r in runs[:n]]
+
+
+def timed(specs: list[RunSpec], **kw: Any) -> float:
+    t0 = time.perf_counter()
+    out = run_sweep(specs, SweepOptions(progress=False, **kw))
+    assert out.ok(), out.failed
+    return time.perf_counter() - t0
+
+
+def spread(xs: list[float], fmt: str) -> str:
+    return f"median {fmt.format(statistics.median(xs))} (range {fmt.format(min(xs))}-" + (
+        f"{fmt.format(max(xs))}, n={len(xs)})"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=24, help="DHC runs per sweep (>= 20)")
+    ap.add_argument("--gangs", type=int, default=1500, help="gangs per DHC run")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--trivial", type=int, default=200, help="do-nothing runs for overhead")
+    args = ap.parse_args()
+    import distributed
+
+    print(f"host: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
+    t0 = time.perf_counter()
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    print(f"Dask LocalCluster (2 workers x 1 thread) started in {time.perf_counter() - t0:.1f} s")
+    work = dhc_runs(args.runs, args.gangs)
+    print(f"sweep: {len(work)} DHC fluid runs of {args.gangs} gangs (32 PEs)")
+    one: list[float] = []
+    pool: list[float] = []
+    dask: list[float] = []
+    try:
+        timed(work[:2], workers=2)  # the fork server up, modules read from disk
+        for rep in range(args.repeats):
+            order = [("1", {"workers": 1}), ("pool", {"workers": 2}),
+                     ("dask", {"dask": cluster.scheduler_address})]  # fmt: skip
+            if rep % 2:
+                order.reverse()  # ABC CBA: drift in the host's load falls on all alike
+            got = {name: timed(work, **kw) for name, kw in order}
+            one.append(got["1"])
+            pool.append(got["pool"])
+            dask.append(got["dask"])
+            print(f"  repetition {rep + 1}: 1 process {got['1']:.1f} s, 2 local workers "
+                  f"{got['pool']:.1f} s, Dask 2 workers {got['dask']:.1f} s")  # fmt: skip
+        speedup = [a / b for a, b in zip(one, pool, strict=True)]
+        vs_pool = [c / b - 1 for c, b in zip(dask, pool, strict=True)]
+        ok1 = statistics.median(speedup) >= SPEEDUP_TARGET
+        ok2 = abs(statistics.median(vs_pool)) <= DASK_TARGET
+        print(f"2 local workers vs 1: {spread(speedup, '{:.2f}x')}; target >= "
+              f"{SPEEDUP_TARGET}x: {'met' if ok1 else 'NOT met'}")  # fmt: skip
+        print(f"Dask (2 workers) vs local pool (2): {spread([100 * v for v in vs_pool], '{:+.1f} %')}"
+              f"; target within {DASK_TARGET:.0%}: {'met' if ok2 else 'NOT met'}")  # fmt: skip
+
+        trivial = [RunSpec("bench", {"i": i}, 0, nothing) for i in range(args.trivial)]
+        print(f"executor overhead: {args.trivial} runs that do nothing, wall time per run")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, kw in (("this process", {"workers": 1}), ("2 local workers", {"workers": 2}),
+                             ("Dask 2 workers", {"dask": cluster.scheduler_address})):  # fmt: skip
+                plain, stored = [], []
+                for rep in range(args.repeats):
+                    plain.append(timed(trivial, **kw) / len(trivial))
+                    store = Path(tmp) / f"{name}-{rep}.sqlite"
+                    stored.append(timed(trivial, store=store, **kw) / len(trivial))
+                worst = max(max(plain), max(stored))
+                print(f"  {name}: {spread([1000 * x for x in plain], '{:.2f} ms')}; with a "
+                      f"result store {spread([1000 * x for x in stored], '{:.2f} ms')}; "
+                      f"target < {OVERHEAD_TARGET * 1000:.0f} ms: "
+                      f"{'met' if worst < OVERHEAD_TARGET else 'NOT met'}")  # fmt: skip
+    finally:
+        cluster.close()
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
