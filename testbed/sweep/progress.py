@@ -35,6 +35,7 @@ class Progress:
         self.t0 = self.last = time.monotonic()
         self.start_done = done
         self.bar: Any = None
+        self.closed = False
         if enabled and self.stream.isatty():
             from tqdm import tqdm
 
@@ -78,6 +79,9 @@ class Progress:
         )
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         if self.bar is not None:
             self.bar.close()
         elif self.enabled and self.done > self.start_done:

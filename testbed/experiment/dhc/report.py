@@ -540,10 +540,18 @@ def summary(points: Points, meta: dict[str, Any]) -> str:
 def markdown(points: Points, meta: dict[str, Any]) -> str:
     spec = meta["spec"]
     L = [f"# {spec['name']}: Feitelson & Rudolph's DHC study, reproduced in the simulator", ""]
+    sweep = meta.get("sweep") or {}
+    took = f"{len(points)} runs in {meta['seconds']} s"
+    if sweep.get("stored"):  # a resumed study: say what this invocation ran
+        took = (
+            f"{len(points)} runs ({sweep['stored']} of them from the result store of an "
+            f"earlier invocation; {sweep['ran']} run in {meta['seconds']} s), the runs' own "
+            f"times adding up to {sweep['run_seconds']} s"
+        )
     L += [
         f"{spec['pes']} PEs, {spec['gangs']} gangs per run (the first 10 % left out), "
-        f"{spec['seeds']} seed(s), loads {spec['loads']}; {len(points)} runs in "
-        f"{meta['seconds']} s. Fluid model of the appendix (testbed/sim/dhc.py); choices in "
+        f"{spec['seeds']} seed(s), loads {spec['loads']}; {took}. Fluid model of the "
+        "appendix (testbed/sim/dhc.py); choices in "
         "docs/dhc.md. `sat.`: more than 400 gangs in the system, the run stopped.",
         "",
     ]
