@@ -280,7 +280,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         except PolicyError as exc:
             raise SimulateError(str(exc), fix="see `cosched policies`") from None
     pairs = [(load, jobs, info, e) for load, jobs, info in workloads for e in entries]
-    if len(pairs) > 1:
+    if len(pairs) > 1 or args.dask:  # one run goes to the cluster too if asked
         ran = _run_sweep(args, pairs, nodes, typed, config)
     else:
         load, jobs, info, entry = pairs[0]
