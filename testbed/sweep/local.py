@@ -70,20 +70,25 @@ class LocalPool:
             while queue or suspects or inflight:
                 if pool is None:
                     pool = self._pool(min(self.workers, max(1, len(queue))))
-                if suspects and not inflight:
-                    spec = suspects.popleft()
-                    inflight[pool.submit(execute, spec)] = spec
-                while queue and not suspects and len(inflight) < self.workers:
-                    spec = queue.popleft()
-                    inflight[pool.submit(execute, spec)] = spec
-                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                held = self._collect(finished, inflight, done)
-                if not held:
-                    continue
+                try:  # a run is taken off its queue once submitted: a broken pool refuses it
+                    if suspects and not inflight:
+                        fut = pool.submit(execute, suspects[0])
+                        inflight[fut] = suspects.popleft()
+                    while queue and not suspects and len(inflight) < self.workers:
+                        fut = pool.submit(execute, queue[0])
+                        inflight[fut] = queue.popleft()
+                    finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                    held = self._collect(finished, inflight, done)
+                    if not held:
+                        continue
+                except BrokenProcessPool:  # a worker died between two runs
+                    held = []
                 # every run still in flight in a broken pool fails with it (or had ended)
                 held += self._collect(wait(inflight).done, inflight, done)
                 pool.shutdown(wait=True)
                 pool = None
+                if not held:
+                    continue
                 if len(held) > 1:  # which of them killed it is not known: each runs alone
                     suspects.extend(held)
                     continue

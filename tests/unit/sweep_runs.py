@@ -1,7 +1,8 @@
 """Run functions for the sweep tests (module level, so worker processes can import them).
 
 ``params`` may ask a run to fail (raise), to kill its worker (``die``: SIGKILL
-itself, or only on its first attempts, counted in a file), to take time
+itself, or only on its first attempts, counted in a file), to kill another
+worker of its pool once (``kill_sibling``), to take time
 (``sleep``) or to leave a line in a log file per execution (``log``), so a test
 can count which runs a sweep executed.
 """
@@ -31,11 +32,24 @@ def square(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         time.sleep(float(params["sleep"]))
     if params.get("fail"):
         raise ValueError(f"asked to fail (x={params['x']})")
+    if params.get("kill_sibling") and _count(Path(params["kill_sibling"])) == 1:
+        _kill_a_sibling()
     die = params.get("die")
     if die == "always" or (die and _count(Path(die)) <= int(params.get("deaths", 1))):
         os.kill(os.getpid(), signal.SIGKILL)
     rng = random.Random(seed * 1000 + int(params["x"]))
     return {"x": params["x"], "y": params["x"] ** 2 + seed, "noise": rng.random(), "pid": 0}
+
+
+def _kill_a_sibling() -> None:
+    """SIGKILL another worker of this pool (an idle one, or one running another run)."""
+    import psutil
+
+    me = psutil.Process()
+    for p in me.parent().children():
+        if p.pid != me.pid:
+            p.kill()
+            return
 
 
 def _count(path: Path) -> int:

@@ -199,6 +199,15 @@ def test_a_worker_that_dies_has_its_run_retried_and_only_the_killer_fails(tmp_pa
     assert all(r is not None for r in out.results[:6])
 
 
+def test_a_worker_killed_from_outside_breaks_the_pool_and_nothing_is_lost(tmp_path: Path) -> None:
+    todo = specs(8, sleep=0.2)
+    todo.insert(3, RunSpec("sq", {"x": 60, "kill_sibling": str(tmp_path / "once")}, 7, square))
+    out = run_sweep(todo, quiet(workers=2))
+    assert out.ok(), out.failed
+    assert [r["x"] for r in out.results if r] == [0, 1, 2, 60, 3, 4, 5, 6, 7]
+    assert int((tmp_path / "once").read_text()) >= 1  # it killed (and may have been rerun)
+
+
 # ---- same results whatever runs them -----------------------------------------------------
 
 
