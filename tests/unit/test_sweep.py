@@ -323,3 +323,33 @@ def test_simulate_gives_the_same_files_with_one_and_two_workers(tmp_path: Path) 
 
 
 TIMINGS = ("sim_seconds", "jobs_per_second")
+
+
+def test_a_study_with_failed_runs_lists_them_exits_1_and_reruns_only_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from testbed.cli import main
+    from testbed.experiment import dhcstudy
+
+    real = dhcstudy.run_one
+
+    def broken(params: Any, seed: int) -> dict[str, Any]:
+        if params["family"] == "mapping" and params["config"]["selective"]:
+            raise RuntimeError("mapping broken")
+        return real(params, seed)
+
+    spec = tmp_path / "dhc.toml"
+    spec.write_text('[dhc]\nname = "t"\npes = 8\ngangs = 60\nloads = [0.3]\npoint_loads = []\n'
+                    "waste_pes = [32]\nwaste_rounds = 200\nwaste_table_pes = 64\n")  # fmt: skip
+    argv = ["experiment", "run", str(spec), "--out", str(tmp_path / "o"), "--workers", "1"]
+    monkeypatch.setattr(dhcstudy, "run_one", broken)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    failed = [line for line in err.splitlines() if line.startswith("failed: dhc run ")]
+    assert len(failed) == 2 and all("RuntimeError: mapping broken" in x for x in failed)
+    assert "2 of 25 runs failed" in err.splitlines()[-1]
+    assert not (tmp_path / "o" / "results.json").exists()
+    monkeypatch.setattr(dhcstudy, "run_one", real)
+    assert main(argv) == 0
+    assert "dhc runs: 25 runs, 23 stored in" in capsys.readouterr().err
+    assert (tmp_path / "o" / "results.json").exists()
