@@ -103,6 +103,11 @@ def options_from(
         workers, dask = cli_workers, cli_dask  # the command line replaces the table
     else:
         workers, dask = table.get("workers"), table.get("dask")
+        if workers is not None and workers < 1:
+            raise SweepUsageError(
+                f"{where}.workers = {workers}: a sweep needs at least one worker",
+                fix="write workers = 1 or more, or leave it out (one per core)",
+            )
     if workers is not None and dask is not None:
         raise SweepUsageError(f"{where}: workers and dask both given", fix="keep one of them")
     options = SweepOptions(

@@ -67,7 +67,7 @@ def test_tiny_study_writes_report_plots_and_findings(
         ('kind = "dhc-sim"\n[nothing]\n', "nothing: unknown key"),
         ("[dhc]\n", "no `kind = ...` at the top"),
         ('kind = "dhc-sim"\n[dhc]\nworkers = 2\n', "[dhc].workers: moved to the [executor] table"),
-        ('kind = "dhc-sim"\n[dhc]\n[executor]\nworkers = 0\n', "--workers 0"),
+        ('kind = "dhc-sim"\n[dhc]\n[executor]\nworkers = 0\n', "[executor].workers = 0"),
         ('kind = "dhc-sim"\n[dhc]\n[executor]\nthreads = 2\n', "[executor].threads: unknown field"),
     ],
 )

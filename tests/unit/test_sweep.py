@@ -237,7 +237,7 @@ def parse(*argv: str) -> argparse.Namespace:
         (["--workers", "0"], None, "--workers 0: a sweep needs at least one worker"),
         (["--workers", "-2"], None, "--workers -2"),
         (["--workers", "2", "--dask", "tcp://h:8786"], None, "give one"),
-        ([], {"workers": 0}, "--workers 0"),
+        ([], {"workers": 0}, "[executor].workers = 0: a sweep needs at least one"),
         ([], {"threads": 2}, "[executor].threads: unknown field"),
         ([], {"workers": "4"}, "[executor].workers: wrong type"),
         (["--dask", "head"], None, "not a scheduler address"),
