@@ -31,7 +31,7 @@ def cluster() -> Iterator[Any]:
 
 
 def dhc_specs() -> list[RunSpec]:
-    from testbed.experiment import dhcstudy
+    from testbed.experiment.dhc import study as dhcstudy
 
     spec = dhcstudy.DhcSpec(pes=8, gangs=150, loads=[0.5, 0.8], point_loads=[])
     return [dhcstudy.run_spec(r, spec.gangs) for r in dhcstudy.runs(spec)][::4]

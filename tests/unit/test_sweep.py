@@ -212,7 +212,7 @@ def test_a_worker_killed_from_outside_breaks_the_pool_and_nothing_is_lost(tmp_pa
 
 
 def test_one_and_two_local_workers_give_identical_dhc_results() -> None:
-    from testbed.experiment import dhcstudy
+    from testbed.experiment.dhc import study as dhcstudy
 
     spec = dhcstudy.DhcSpec(pes=8, gangs=120, loads=[0.4, 0.8], point_loads=[])
     todo = [dhcstudy.run_spec(r, spec.gangs) for r in dhcstudy.runs(spec)][::5]
@@ -281,7 +281,7 @@ def test_the_cli_refuses_workers_zero_in_one_line(
     from testbed.cli import main
 
     spec = tmp_path / "dhc.toml"
-    spec.write_text('[dhc]\nname = "t"\npes = 8\ngangs = 50\nloads = [0.3]\n')
+    spec.write_text('kind = "dhc-sim"\n[dhc]\nname = "t"\npes = 8\ngangs = 50\nloads = [0.3]\n')
     out = tmp_path / "o"
     assert main(["experiment", "run", str(spec), "--out", str(out), "--workers", "0"]) == 2
     err = capsys.readouterr().err.strip()
@@ -329,7 +329,7 @@ def test_a_study_with_failed_runs_lists_them_exits_1_and_reruns_only_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from testbed.cli import main
-    from testbed.experiment import dhcstudy
+    from testbed.experiment.dhc import study as dhcstudy
 
     real = dhcstudy.run_one
 
@@ -339,7 +339,7 @@ def test_a_study_with_failed_runs_lists_them_exits_1_and_reruns_only_them(
         return real(params, seed)
 
     spec = tmp_path / "dhc.toml"
-    spec.write_text('[dhc]\nname = "t"\npes = 8\ngangs = 60\nloads = [0.3]\npoint_loads = []\n'
+    spec.write_text('kind = "dhc-sim"\n[dhc]\nname = "t"\npes = 8\ngangs = 60\nloads = [0.3]\npoint_loads = []\n'
                     "waste_pes = [32]\nwaste_rounds = 200\nwaste_table_pes = 64\n")  # fmt: skip
     argv = ["experiment", "run", str(spec), "--out", str(tmp_path / "o"), "--workers", "1"]
     monkeypatch.setattr(dhcstudy, "run_one", broken)
@@ -351,5 +351,5 @@ def test_a_study_with_failed_runs_lists_them_exits_1_and_reruns_only_them(
     assert not (tmp_path / "o" / "results.json").exists()
     monkeypatch.setattr(dhcstudy, "run_one", real)
     assert main(argv) == 0
-    assert "dhc runs: 25 runs, 23 stored in" in capsys.readouterr().err
+    assert "dhc-sim runs: 25 runs, 23 stored in" in capsys.readouterr().err
     assert (tmp_path / "o" / "results.json").exists()
