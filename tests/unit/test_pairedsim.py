@@ -9,7 +9,6 @@ import pytest
 
 from testbed.experiment import pipeline
 from testbed.experiment.fields import SpecError
-from testbed.experiment.harness import LiveError
 from testbed.experiment.pairedsim import study as simstudy  # the paired-sim study
 from testbed.sim.calibration import (
     BUILTIN,
@@ -17,6 +16,7 @@ from testbed.sim.calibration import (
     load_calibration,
     resolve_calibration,
 )
+from testbed.sweep.errors import RunsFailed
 
 SPEC = """
 kind = "paired-sim"
@@ -119,9 +119,9 @@ def test_a_run_that_fails_is_one_line(tmp_path: Path) -> None:
         SPEC.format(cal=_cal(tmp_path)).replace('workload = "lublin"', 'workload = "nope.swf"')
     )
     spec = simstudy.read_study(spec_path)
-    with pytest.raises(LiveError, match="runs failed") as e:
+    with pytest.raises(RunsFailed, match="runs failed") as e:
         simstudy.run_study(spec, quick=True)
-    assert "\n" not in str(e.value)
+    assert "\n" not in str(e.value)  # each failed run is listed on stderr, one line each
 
 
 def test_simulate_takes_the_execution_model_from_the_calibration(

@@ -285,7 +285,6 @@ def run_study(
     spec: StudySpec, *, quick: bool = False, sweep: SweepOptions | None = None
 ) -> tuple[list[RunResult], dict[str, Any]]:
     """Every configuration at every load, on the same workload per load."""
-    from testbed.experiment.harness import LiveError
     from testbed.experiment.results import repo_relative
     from testbed.sim.calibration import resolve_calibration
 
@@ -321,8 +320,7 @@ def run_study(
         for run in spec.runs
     ]
     res = run_sweep(runs, sweep or SweepOptions(desc="paired-sim runs"))
-    if res.failed:
-        raise LiveError(f"{len(res.failed)} of {len(runs)} runs failed: {res.failed[0].error}")
+    res.check()  # failed runs: each listed, exit status 1; the others stay in the store
     results = [_row(r) for r in res.results if r is not None]
     meta = {
         "spec": spec.origin,

@@ -374,8 +374,7 @@ def simulate_all(
         for c in spec.configs
     ]
     res = run_sweep(runs, sweep or SweepOptions(desc="simulations"))
-    if res.failed:
-        raise LiveError(f"simulation failed: {res.failed[0].error}")
+    res.check()  # failed runs: each listed, exit status 1
     return {c: dict(r) for c, r in zip(spec.configs, res.results, strict=True) if r is not None}
 
 

@@ -854,10 +854,7 @@ def run_sim(
 
 def _sweep(specs: list[RunSpec], sweep: SweepOptions | None, desc: str) -> list[dict[str, Any]]:
     res = run_sweep(specs, sweep or SweepOptions(desc=desc))
-    if res.failed:
-        raise LiveError(
-            f"{len(res.failed)} of {len(specs)} simulations failed: {res.failed[0].error}"
-        )
+    res.check()  # failed runs: each listed, exit status 1; the others stay in the store
     return [dict(r) for r in res.results if r is not None]
 
 
