@@ -339,8 +339,9 @@ def test_a_study_with_failed_runs_lists_them_exits_1_and_reruns_only_them(
         return real(params, seed)
 
     spec = tmp_path / "dhc.toml"
-    spec.write_text('kind = "dhc-sim"\n[dhc]\nname = "t"\npes = 8\ngangs = 60\nloads = [0.3]\npoint_loads = []\n'
-                    "waste_pes = [32]\nwaste_rounds = 200\nwaste_table_pes = 64\n")  # fmt: skip
+    spec.write_text('kind = "dhc-sim"\n[dhc]\nname = "t"\npes = 8\ngangs = 60\nloads = [0.3]\n'
+                    "point_loads = []\nwaste_pes = [32]\nwaste_rounds = 200\n"
+                    "waste_table_pes = 64\n")  # fmt: skip
     argv = ["experiment", "run", str(spec), "--out", str(tmp_path / "o"), "--workers", "1"]
     monkeypatch.setattr(dhcstudy, "run_one", broken)
     assert main(argv) == 1
@@ -353,3 +354,31 @@ def test_a_study_with_failed_runs_lists_them_exits_1_and_reruns_only_them(
     assert main(argv) == 0
     assert "dhc-sim runs: 25 runs, 23 stored in" in capsys.readouterr().err
     assert (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_live_study_says_its_runs_go_one_after_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Live runs stay sequential; the sweep flags reach only its simulated runs."""
+    from common.errors import CoschedError
+    from testbed.cli import main
+    from testbed.experiment import pipeline
+    from testbed.experiment.harness import cluster
+
+    got: dict[str, Any] = {}
+
+    def stop(*args: Any, **kw: Any) -> Any:
+        got.update(kw)
+        raise CoschedError("stopped before the cluster came up")
+
+    monkeypatch.setattr(pipeline, "run", stop)
+    monkeypatch.setattr(cluster, "sigterm_as_interrupt", lambda: None)
+    live = Path(__file__).resolve().parents[2] / "experiments" / "sim-vs-live.toml"
+    argv = ["experiment", "run", str(live), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--workers", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "live study: its runs go one after another on this host (--workers apply" in err
+    sweep = got["sweep"]
+    assert (sweep.workers, sweep.store) == (2, tmp_path / "o" / "runs.sqlite")
+    assert main([*argv, "--resimulate"]) == 1  # only simulations: nothing said
+    assert "one after another" not in capsys.readouterr().err
