@@ -13,7 +13,12 @@
 The host is shared: every repetition measures the executors side by side in
 an interleaved order (1, pool, Dask, then again), and each ratio is taken
 within one repetition; printed are the median and the range over
-``--repeats`` repetitions, with the load average before and after.
+``--repeats`` repetitions, with the load average before and after. Each
+repetition also measures what two processes get from the host at that moment:
+the same pure-Python loop run twice one after the other and twice at once
+(``host 2-process capacity``; 2.0 on an idle 2-core machine). Other work on
+the host caps the executors' speed-up at that figure, so it is printed beside
+it, with the speed-up as a share of it.
 
     python benchmarks/sweep.py                 # 24 runs, 3 repetitions
     python benchmarks/sweep.py --runs 20 --repeats 5
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from testbed.experiment import dhcstudy  # noqa: E402
+from testbed.experiment.dhc import study as dhcstudy  # noqa: E402
 from testbed.sweep import RunSpec, SweepOptions, run_sweep  # noqa: E402
 
 SPEEDUP_TARGET = 1.8
@@ -53,6 +59,24 @@ def dhc_runs(n: int, gangs: int) -> list[RunSpec]:
     return [dhcstudy.run_spec(r, gangs) for r in runs[:n]]
 
 
+SPIN = "n = 0\nfor i in range({}):\n    n += i * i\n"
+
+
+def capacity(loops: int) -> float:
+    """Two runs of the same loop one after the other over two at once: what a second
+    process gets from the host now (2.0 when two cores are free)."""
+    cmd = [sys.executable, "-c", SPIN.format(loops)]
+    t0 = time.perf_counter()
+    for _ in range(2):
+        subprocess.run(cmd, check=True)
+    serial = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(cmd) for _ in range(2)]
+    for pr in procs:
+        pr.wait()
+    return serial / (time.perf_counter() - t0)
+
+
 def timed(specs: list[RunSpec], **kw: Any) -> float:
     t0 = time.perf_counter()
     out = run_sweep(specs, SweepOptions(progress=False, **kw))
@@ -69,7 +93,8 @@ def spread(xs: list[float], fmt: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=24, help="DHC runs per sweep (>= 20)")
-    ap.add_argument("--gangs", type=int, default=1500, help="gangs per DHC run")
+    ap.add_argument("--gangs", type=int, default=6000, help="gangs per DHC run")
+    ap.add_argument("--spin", type=int, default=20_000_000, help="loop length of the host check")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trivial", type=int, default=200, help="do-nothing runs for overhead")
     args = ap.parse_args()
@@ -86,6 +111,7 @@ def main() -> int:
     one: list[float] = []
     pool: list[float] = []
     dask: list[float] = []
+    cap: list[float] = []
     try:
         timed(work[:2], workers=2)  # the fork server up, modules read from disk
         for rep in range(args.repeats):
@@ -93,18 +119,23 @@ def main() -> int:
                      ("dask", {"dask": cluster.scheduler_address})]  # fmt: skip
             if rep % 2:
                 order.reverse()  # ABC CBA: drift in the host's load falls on all alike
+            cap.append(capacity(args.spin))
             got = {name: timed(work, **kw) for name, kw in order}
             one.append(got["1"])
             pool.append(got["pool"])
             dask.append(got["dask"])
             print(f"  repetition {rep + 1}: 1 process {got['1']:.1f} s, 2 local workers "
-                  f"{got['pool']:.1f} s, Dask 2 workers {got['dask']:.1f} s")  # fmt: skip
+                  f"{got['pool']:.1f} s, Dask 2 workers {got['dask']:.1f} s; host 2-process "
+                  f"capacity {cap[-1]:.2f}x, load average {os.getloadavg()[0]:.2f}")  # fmt: skip
         speedup = [a / b for a, b in zip(one, pool, strict=True)]
         vs_pool = [c / b - 1 for c, b in zip(dask, pool, strict=True)]
         ok1 = statistics.median(speedup) >= SPEEDUP_TARGET
         ok2 = abs(statistics.median(vs_pool)) <= DASK_TARGET
         print(f"2 local workers vs 1: {spread(speedup, '{:.2f}x')}; target >= "
               f"{SPEEDUP_TARGET}x: {'met' if ok1 else 'NOT met'}")  # fmt: skip
+        share = [a / c for a, c in zip(speedup, cap, strict=True)]
+        print(f"host 2-process capacity: {spread(cap, '{:.2f}x')}; the speed-up as a share "
+              f"of it: {spread([100 * x for x in share], '{:.0f} %')}")  # fmt: skip
         pct = [100 * v for v in vs_pool]
         print(f"Dask (2 workers) vs local pool (2): {spread(pct, '{:+.1f} %')}; target within "
               f"{DASK_TARGET:.0%}: {'met' if ok2 else 'NOT met'}")  # fmt: skip
