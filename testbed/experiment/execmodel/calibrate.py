@@ -361,6 +361,8 @@ class AgentDriver:
 
     def run(self, apps: Sequence[tuple[str, AppParams]], duration: float) -> list[JobRun]:
         """Start every job at once (all ranks runnable), wait for all, read rank reports."""
+        from agent.jobsecret import new_instance
+
         size = len(self.nodes)
         peers = [n.data_ip for n in self.nodes]
         launched: list[tuple[int, str, list[str]]] = []  # (job id, kind, stdout paths)
@@ -370,10 +372,14 @@ class AgentDriver:
                 jid = self.next_id
                 self.next_id += 1
                 argv = [sys.executable, "-m", "apps.synthetic", *app.argv(duration)]
+                # one instance for all ranks, as the controller gives: each agent keys the
+                # job's secret with it, so ranks launched without it could not connect
+                instance = new_instance()
                 outs = []
                 for rank, node in enumerate(self.nodes):
                     env = dict(self.env)
                     env.update(
+                        COSCHED_JOB_INSTANCE=instance,
                         COSCHED_JOB=str(jid),
                         COSCHED_RANK=str(rank),
                         COSCHED_SIZE=str(size),
