@@ -173,19 +173,35 @@ def advancing(a: LiveAgent, job: str, window: float = 0.3) -> int:
     return a.usage(job) - u0
 
 
+def runs(a: LiveAgent, job: str, need_ns: int = 50_000_000, limit: float = 20.0) -> bool:
+    """Whether the job gains ``need_ns`` of CPU within ``limit`` seconds.
+
+    A runnable job waits for CPU on a busy host (one got 49 ms of 300 ms at load 12 on this
+    machine kind), so "it runs" is waited for; "it is frozen" stays a fixed window, since a
+    frozen job gains nothing however long one looks.
+    """
+    u0 = a.usage(job)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if a.usage(job) - u0 > need_ns:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @needs_v1
 def test_freeze_and_thaw_busy_job(make_agent: Callable[..., LiveAgent]) -> None:
     a = make_agent()
     with a.client() as c:
         c.launch(a.node, "busy", BUSY, start_frozen=False)
         time.sleep(0.2)
-        assert advancing(a, "busy") > 50_000_000
+        assert runs(a, "busy")
         ack = c.quantum(a.node, 1, {})
         assert "busy" in ack["freeze_latency_s"] and not ack["errors"]
         assert advancing(a, "busy") == 0  # frozen: cpuacct stands still
         ack = c.quantum(a.node, 2, {"busy": 100})
         assert "busy" in ack["thaw_latency_s"]
-        assert advancing(a, "busy") > 50_000_000
+        assert runs(a, "busy")
         ack = c.quantum(a.node, 3, {"busy": 100})
         assert ack["cpu_ns"]["busy"] > 50_000_000
         c.kill(a.node, "busy")
@@ -296,7 +312,7 @@ def test_agent_exit_thaws_and_restart_reattaches(make_agent: Callable[..., LiveA
         assert advancing(a, "busy", 0.2) == 0
     a.proc.send_signal(signal.SIGTERM)
     assert a.proc.wait(10) == 0
-    assert advancing(a, "busy") > 50_000_000  # thawed on the way out
+    assert runs(a, "busy")  # thawed on the way out
     a.proc = a.start()
     with a.client() as c:
         jobs = {j["job_id"]: j for j in c.status()["jobs"]}
@@ -328,8 +344,12 @@ def test_v2_freeze_thaw_real_process() -> None:
         time.sleep(0.3)
         assert drv.cpu_usage_ns(cg) - u0 < 1_000_000
         drv.thaw(cg)
+        # thawed, it runs again: wait for 50 ms of CPU rather than expect it within a
+        # fixed window (at load 12 it got 49 ms of 300 ms)
         u0 = drv.cpu_usage_ns(cg)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20.0
+        while drv.cpu_usage_ns(cg) - u0 <= 50_000_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert drv.cpu_usage_ns(cg) - u0 > 50_000_000
         drv.set_weight(cg, 500)  # recorded even without cpu.weight
         assert drv.get_weight(cg) == 500
@@ -353,7 +373,7 @@ def test_agent_on_v2_backend(make_agent: Callable[..., LiveAgent]) -> None:
         assert "busy" in ack["freeze_latency_s"] and not ack["errors"]
         assert advancing(a, "busy") < 1_000_000
         c.quantum(a.node, 2, {"busy": 200})
-        assert advancing(a, "busy") > 50_000_000
+        assert runs(a, "busy")
         c.kill(a.node, "busy")
 
 
@@ -396,7 +416,7 @@ def test_signals_stop_and_continue_a_multiprocess_job(
         ack = c.quantum(a.node, 1, {"fork": 100})
         assert "fork" in ack["thaw_latency_s"] and not ack["errors"]
         _wait_procs(a, "fork", 3)  # running: it forks two children
-        assert "T" not in _proc_states(a, "fork") and advancing(a, "fork") > 50_000_000
+        assert "T" not in _proc_states(a, "fork") and runs(a, "fork")
         ack = c.quantum(a.node, 2, {})
         assert "fork" in ack["freeze_latency_s"] and not ack["errors"]
         states = _proc_states(a, "fork")
@@ -423,7 +443,7 @@ def test_signals_failsafe_continues_a_stopped_job_when_the_controller_dies(
     while "T" in _proc_states(a, "fork"):
         assert time.monotonic() - silent_since < timeout + 1.0, "fail-safe did not continue"
         time.sleep(0.05)
-    assert advancing(a, "fork") > 50_000_000
+    assert runs(a, "fork")
     assert "FAIL-SAFE" in a.log.read_text()
     # and an agent that exits continues what it stopped
     with a.client() as c:

@@ -126,8 +126,8 @@ def test_userspace_delay_really_delays_messages(live: Live) -> None:
     delay_ms = 2.0
     live.up(cpus_per_node=None, link=f"custom:rate=1gbit,delay={delay_ms:g}ms")
 
-    def rtt_ms() -> float:
-        argv = [sys.executable, "-m", "apps.pingpong", "--count", "40", "--warmup", "5"]
+    def rtt_ms() -> tuple[float, float]:
+        argv = [sys.executable, "-m", "apps.pingpong", "--count", "100", "--warmup", "5"]
         jid = live.req("submit", spec={"size": 2, "argv": argv, "cwd": str(REPO)})["job_id"]
         rec = wait_done(live, [jid], 60)[jid]
         assert rec["state"] == "done", rec
@@ -137,15 +137,18 @@ def test_userspace_delay_really_delays_messages(live: Live) -> None:
         return float(res["rtt_min_us"]) / 1e3, float(res["rtt_median_us"]) / 1e3
 
     live.start("fcfs", quantum=0.1)
-    rtt_min, rtt_median = rtt_ms()
     state = json.loads((live.state_dir / "cluster.json").read_text())
     # netem (where the kernel has it) or the library (here): every round trip pays the
-    # delay twice, even the fastest; the rest of a round trip on the veths is well under
-    # a millisecond. The fastest of 40 is the figure: a busy host (CI's, 2026-11-25:
-    # median 8.0 ms) delays some round trips, never the best one below the path's cost.
-    assert 2 * delay_ms * 0.9 <= rtt_min <= 2 * delay_ms * 1.1 + 1.0, (
-        rtt_min,
-        rtt_median,
-        state["delay_mechanism"],
-    )
+    # delay twice, even the fastest, on every try. The rest of a round trip on the veths
+    # is well under a millisecond, so on a quiet host the fastest of 100 is within 10 %
+    # + 1 ms of twice the delay; a busy host (load 12 here: fastest 9.7 ms) can delay
+    # every round trip of one run, so up to three runs are tried for that bound.
+    seen = []
+    for _ in range(3):
+        rtt_min, rtt_median = rtt_ms()
+        seen.append((rtt_min, rtt_median))
+        assert 2 * delay_ms * 0.9 <= rtt_min, (seen, state["delay_mechanism"])
+        if rtt_min <= 2 * delay_ms * 1.1 + 1.0:
+            break
+    assert rtt_min <= 2 * delay_ms * 1.1 + 1.0, (seen, state["delay_mechanism"])
     assert rtt_median >= rtt_min
