@@ -3,7 +3,8 @@
 Every page of docs/ and README.md (:func:`checked`; :data:`UNCHECKED` lists, with its
 reason, each page or part left out) may quote a number with a decimal point or a
 percentage only if a committed source holds it: a report generated from a results
-file (docs/results/**/report.md, written from its results.json), the execution model
+file (docs/results/**/report.md, written from its results.json) or a printed output
+committed beside results (docs/results/**/*.txt), the execution model
 `cosched calibrate` measured (experiments/calibration.toml), a spec's parameter
 (experiments/*.toml), or the paper being discussed (its figure, quoted). A number matches
 when a source prints it, or prints it with more decimals and rounds to it (57.14 -> 57.1);
@@ -35,7 +36,6 @@ UNCHECKED: tuple[tuple[str, str], ...] = (
     ("docs/scale.md", "benchmark figures (benchmarks/*.py printed them); no results file"),
     ("docs/cluster.md", "link and CPU figures of tests and benchmarks; no results file"),
     ("docs/apps.md", "figures of the apps' own runs (cosched app run); no results file"),
-    ("docs/deploy.md", "timings of the systemd deploy test; no results file"),
     ("docs/cdc.md", "the NIC library's latency and rate benchmarks; no results file"),
     ("docs/security.md", "the flood benchmark's and the security tests' timings; no results file"),
     ("docs/simulator.md", "outside its Calibration section: benchmark timings; no results file"),
@@ -122,7 +122,7 @@ def sources(page_text: str, root: Path = REPO) -> set[Token]:
     found: set[Token] = set()
     folders = cited(page_text, root) or [root / "docs" / "results"]
     for d in folders:
-        for p in sorted(d.rglob("*.md")):
+        for p in sorted([*d.rglob("*.md"), *d.rglob("*.txt")]):
             found |= _tokens(p.read_text())
     for p in sorted((root / "experiments").glob("*.toml")):
         # a measured value kept with all its digits (calibration.toml) is quoted rounded
