@@ -28,6 +28,9 @@ from typing import Any, cast
 from agent import wire
 from agent.api import AgentAPI, Refused
 from agent.failsafe import FailSafe, Transition
+from agent.iodevice import ENV as IODEV_ENV
+from agent.iodevice import SOCKET_NAME as IODEV_SOCKET
+from agent.iodevice import IoDevice
 from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_rank
 from agent.jobsecret import instance_of, rank_env
 from agent.local import LocalHost, LocalScheduler
@@ -87,6 +90,7 @@ class AgentConfig:
         "sleep"  # last stretch before a plan's instant: "sleep" or "spin" (agent/plan.py)
     )
     switch: str = "freezer"  # "freezer" or "signals" (SIGSTOP/SIGCONT, agent/signals.py)
+    io_device: bool = True  # the node's shared I/O device (agent/iodevice.py)
 
 
 class Agent:
@@ -144,6 +148,7 @@ class Agent:
         )
         self.api = AgentAPI(self)
         self.server = AgentServer(self.sel, config.key, config.node, self.api.dispatch, self._heard)
+        self.iodev: IoDevice | None = None
 
     # ---- lifecycle --------------------------------------------------------
     def start(self) -> None:
@@ -164,6 +169,10 @@ class Agent:
             log.warning("cannot pin the freezer on (%s): switches cost a little more", e)
         self._reattach()
         self.server.listen(self.cfg.listen)
+        if self.cfg.io_device:
+            # before going realtime: the device's threads stay SCHED_OTHER
+            self.iodev = IoDevice(self.cfg.run_dir / IODEV_SOCKET)
+            self.iodev.open()
         if self.cfg.metrics is not None:
             self.metrics.serve(*self.cfg.metrics)
         caps = self.driver.capabilities
@@ -247,6 +256,9 @@ class Agent:
         self._release_all("agent exiting")
         with contextlib.suppress(CgroupError, OSError):
             self.driver.unpin_freezer(self.parent)
+        if self.iodev is not None:
+            self.iodev.close()
+            self.iodev = None
         self.server.close()
         self.metrics.shutdown()
         log.info("agent %s stopped", self.cfg.node)
@@ -452,6 +464,8 @@ class Agent:
             COSCHED_NRANKS=str(d.get("size", len(ranks))),
         )
         base_env.update(rank_env(self.cfg.key, jid, instance))  # agent/jobsecret.py
+        if self.iodev is not None:
+            base_env[IODEV_ENV] = str(self.iodev.path)
         job = Job(jid, cg, weight=weight, frozen=frozen, run_dir=out_dir, user=user.name)
         job.peers, job.port = mesh_of(env_extra)  # what NIC registrations are checked against
         with contextlib.suppress(ValueError):

@@ -179,6 +179,7 @@ class EmulatedHost:
                 run_dir=root / "run" / f"n{i}",
                 fifo_priority=0,
                 failsafe_timeout=failsafe_timeout,
+                io_device=False,  # no processes to do I/O (and two threads per node)
             )
             a = EmulatedAgent(cfg, driver=drv, sel=self.sel)
             self.agents.append(a)

@@ -45,11 +45,18 @@ development VM, CPython 3.11; see ``--loop-cost`` for your machine):
   ``--loop-cost`` (here about 100-1000 files for 0.175 s, not 20).
   ``--no-fsync`` restores the literal Fig. 6 behaviour.
 * ``--device-latency S`` emulates the device instead: after each write the
-  rank sleeps S seconds, blocked as on a real disk but using no CPU. On this
+  rank is blocked S seconds as on a real disk, using no CPU. On this
   VM fsync itself costs CPU (virtio and the journal), so an fsync-bound job
   shows CPU/wall 0.1-0.4 where the paper's I/O jobs showed "typically 0
   percent"; the default experiment (experiments/paired-vs-gang.toml) uses the
   emulated device so that I/O-bound jobs are what the paper's were.
+* ``--device`` says whose device that is: ``rank`` (the default) sleeps in
+  the rank, so no two ranks ever wait for each other's I/O; ``node`` queues
+  the request at the node's one device, which every job on the node shares
+  (the agent's, agent/iodevice.py, ``COSCHED_IODEV``): Wiseman & Feitelson's
+  nodes each had one local disk, and §4.1.2's I/O jobs "interfere with each
+  other when writing to the disk". The report gives the seconds spent queued
+  behind other requests (``device_wait_seconds``).
 * Each file is unlinked right after it is closed (after the fsync), so a long
   ``--duration`` run does not fill the disk; the per-rank directory is a
   fresh temporary directory removed at exit, also on SIGTERM/SIGINT.
@@ -78,9 +85,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from agent.iodevice import ENV as IODEV_ENV
+from agent.iodevice import DeviceClient
 from apps.mp import Comm, LinkEmu, MPError, WaitMode
 from apps.mp.comm import DEFAULT_CONNECT_TIMEOUT
 from apps.presets import (
+    FINE_CPU_TARGET,
     FINE_PROBE_BARRIERS,
     PAPER_BYTES,
     PAPER_GCOMP,
@@ -120,6 +130,8 @@ class Config:
     directory: str | None = None
     fsync: bool = True
     device_latency: float = 0.0
+    device: str = "rank"  # "rank": a sleep of its own; "node": the node's shared device
+    iodev_path: str | None = None  # COSCHED_IODEV
     report: str | None = None
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     comm: str = "none"
@@ -134,7 +146,9 @@ class Config:
     preset: str | None = None  # apps/presets.py
     ns_per_iteration: float | None = None  # measured for a preset
     fine_probe: bool = False  # fine: gcomp from the barrier measured at start-up
+    fine_target: float = FINE_CPU_TARGET  # fine: the CPU share to size the compute for
     qcrd: tuple[Phase, ...] = ()
+    qcrd_work: bool = False  # qcrd: each phase a fixed number of barriers, not a time
 
 
 # -- the two phases of Fig. 6 ----------------------------------------------
@@ -159,11 +173,13 @@ def io_phase(
     payload: bytes,
     fsync: bool,
     device_latency: float = 0.0,
+    device: DeviceClient | None = None,
 ) -> None:
     """The I/O part: ``count`` times open a new file, write the payload, close it.
 
     With ``device_latency`` > 0 each write then waits that long for an emulated
-    device instead of calling fsync (see the module docstring).
+    device instead of calling fsync (see the module docstring): the node's shared
+    one when ``device`` is given, else a sleep of the rank's own.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     for j in range(count):
@@ -173,7 +189,10 @@ def io_phase(
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view) :]
-            if device_latency > 0:
+            if device_latency > 0 and device is not None:
+                # the node's disk: queued behind the other jobs' writes, blocked in recv
+                device.request(device_latency)
+            elif device_latency > 0:
                 # An emulated device: the rank blocks without using the CPU, as a
                 # process waiting on a 2003 disk did (this VM's fsync costs CPU).
                 time.sleep(device_latency)
@@ -310,6 +329,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(replaces fsync; default 0 = real fsync)",
     )
     work.add_argument(
+        "--device",
+        choices=("rank", "node"),
+        default="rank",
+        help="whose device --device-latency waits on: rank = a sleep of its own (no "
+        "contention; default), node = the node's one device that every job on the node "
+        "queues at (the agent's, COSCHED_IODEV; Wiseman & Feitelson's local disk)",
+    )
+    work.add_argument(
         "--preset",
         choices=PRESETS,
         default=None,
@@ -318,6 +345,21 @@ def build_parser() -> argparse.ArgumentParser:
         "fine (about 45 %% CPU: compute sized from the barrier measured at start-up, "
         "waits block; 2+ ranks), qcrd (12 x (I/O, CPU) phases, then a long I/O phase); "
         "--gcomp/--gio/--bytes/--device-latency/--wait override",
+    )
+    work.add_argument(
+        "--fine-target",
+        type=float,
+        default=None,
+        metavar="U",
+        help="with --preset fine: the CPU share to size the compute part for (default 0.45, "
+        "§4.2.1; §4.2.2's heterogeneous jobs draw it from 0-1)",
+    )
+    work.add_argument(
+        "--qcrd-work",
+        action="store_true",
+        help="with --preset qcrd: each phase is a fixed number of barriers (its length alone "
+        "/ the preset's time per barrier) rather than a stretch of wall time, so that a job "
+        "time-shared with others takes longer, as a real application does",
     )
     work.add_argument(
         "--qcrd-phases",
@@ -415,6 +457,17 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         raise ConfigError(f"--iterations must be >= 0, got {args.iterations}")
     if args.device_latency is not None and not args.device_latency >= 0:
         raise ConfigError(f"--device-latency must be >= 0 seconds, got {args.device_latency}")
+    iodev_path = env.get(IODEV_ENV) or None
+    if args.device == "node" and iodev_path is None:
+        raise ConfigError(
+            f"--device node needs the node's I/O device ({IODEV_ENV}): run the job through "
+            "a cosched agent, which sets it, or use --device rank"
+        )
+    if args.device == "node" and args.device_latency is not None and args.device_latency > 1.0:
+        raise ConfigError(
+            f"--device-latency {args.device_latency} s: the node's device serves at most "
+            "1 s per request"
+        )
     if args.duration is not None and args.duration <= 0:
         raise ConfigError(f"--duration must be > 0 seconds, got {args.duration}")
     if args.connect_timeout <= 0:
@@ -439,6 +492,12 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         iterations = PAPER_ITERATIONS
     if args.qcrd_phases is not None and args.preset != "qcrd":
         raise ConfigError("--qcrd-phases needs --preset qcrd")
+    if args.qcrd_work and args.preset != "qcrd":
+        raise ConfigError("--qcrd-work needs --preset qcrd")
+    if args.fine_target is not None and args.preset != "fine":
+        raise ConfigError("--fine-target needs --preset fine")
+    if args.fine_target is not None and not 0.0 < args.fine_target < 1.0:
+        raise ConfigError(f"--fine-target must be in (0, 1), got {args.fine_target}")
     gcomp = PAPER_GCOMP if args.gcomp is None else args.gcomp
     gio = 0 if args.gio is None else args.gio
     nbytes = PAPER_BYTES if args.nbytes is None else args.nbytes
@@ -467,7 +526,8 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
                 )
             fine_probe = args.gcomp is None
         if p.name == "qcrd":
-            qcrd = tuple(_qcrd(args.qcrd_phases, args.duration))
+            # with --qcrd-work the phases keep their unscaled lengths: a fixed amount of work
+            qcrd = tuple(_qcrd(args.qcrd_phases, None if args.qcrd_work else args.duration))
             iterations = None
     return Config(
         rank=rank,
@@ -482,6 +542,8 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         directory=args.directory,
         fsync=args.fsync,
         device_latency=device_latency,
+        device=args.device,
+        iodev_path=iodev_path,
         report=args.report,
         connect_timeout=args.connect_timeout,
         comm=args.comm,
@@ -496,7 +558,9 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         preset=args.preset,
         ns_per_iteration=ns,
         fine_probe=fine_probe,
+        fine_target=FINE_CPU_TARGET if args.fine_target is None else args.fine_target,
         qcrd=qcrd,
+        qcrd_work=args.qcrd_work,
     )
 
 
@@ -575,25 +639,39 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
     payload = bytes(range(256)) * (cfg.nbytes // 256) + bytes(cfg.nbytes % 256)
     workdir = Path(tempfile.mkdtemp(prefix=f"cosched-synthetic-r{cfg.rank}-", dir=cfg.directory))
     extra: dict[str, Any] = {}
+    dev: DeviceClient | None = None
     try:
+        if cfg.device == "node":
+            assert cfg.iodev_path is not None
+            dev = DeviceClient(cfg.iodev_path)
         comm.open()
         if cfg.fine_probe:
             cfg, extra["fine"] = _fine_probe(comm, cfg, workdir, payload)
         # Timing starts once the job is connected: start-up skew between ranks
         # is not the program's progress.
         runq0 = runq_seconds()
+        # for launch and teardown costs (cosched calibrate): when the work began and
+        # ended on the host's monotonic clock, and the CPU the start-up took
+        extra["started_monotonic"] = round(time.monotonic(), 6)
+        extra["started_wall"] = round(time.time(), 6)  # the controller's records' clock
+        extra["startup_cpu_seconds"] = round(time.process_time(), 6)
         if cfg.qcrd:
-            done, seconds, cpu, extra["phases"] = _qcrd_run(comm, cfg, workdir, payload)
+            done, seconds, cpu, extra["phases"] = _qcrd_run(comm, cfg, workdir, payload, dev)
         else:
             done, seconds, cpu = _loop(
                 comm, cfg, workdir, payload, cfg.gcomp, cfg.gio, cfg.device_latency,
-                cfg.iterations, cfg.duration,
+                cfg.iterations, cfg.duration, dev=dev,
             )  # fmt: skip
+        extra["ended_monotonic"] = round(time.monotonic(), 6)
+        extra["ended_wall"] = round(time.time(), 6)
         runq = runq_seconds() - runq0
         report = comm.report()
     finally:
         if own:
             comm.close()
+        if dev is not None:
+            extra["device_wait_seconds"] = round(dev.waited, 6)
+            dev.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return {
         "rank": cfg.rank,
@@ -615,6 +693,7 @@ def run(cfg: Config, comm: Comm | None = None) -> dict[str, Any]:
             "bytes": cfg.nbytes,
             "fsync": cfg.fsync,
             "device_latency": cfg.device_latency,
+            "device": cfg.device,
             "iterations": cfg.iterations,
             "duration": cfg.duration,
             "comm": cfg.comm,
@@ -650,6 +729,7 @@ def _loop(
     duration: float | None,
     tag: str = "b",
     communicate: bool = True,
+    dev: DeviceClient | None = None,
 ) -> tuple[int, float, float]:
     """Fig. 6's loop until ``iterations`` barriers or the first barrier after
     ``duration`` s of rank 0's clock; returns barriers, wall and CPU seconds."""
@@ -657,7 +737,7 @@ def _loop(
     done = 0
     while iterations is None or done < iterations:
         compute(gcomp)
-        io_phase(workdir, f"{tag}{done}", gio, payload, cfg.fsync, device_latency)
+        io_phase(workdir, f"{tag}{done}", gio, payload, cfg.fsync, device_latency, dev)
         if communicate:
             comm_phase(comm, cfg.comm, cfg.msg_bytes, cfg.comm_rounds)
         want_stop = duration is not None and time.monotonic() - wall0 >= duration
@@ -680,7 +760,7 @@ def _fine_probe(
     assert cfg.ns_per_iteration is not None
     sums = comm.allreduce([wall / n, cpu / n, cfg.ns_per_iteration])
     mean_wall, mean_cpu, mean_ns = (v / comm.size for v in sums)
-    x = fine_compute_s(mean_wall, mean_cpu)
+    x = fine_compute_s(mean_wall, mean_cpu, cfg.fine_target)
     gcomp = gcomp_for(x, mean_ns)
     info: dict[str, Any] = {
         "barrier_ms": round(mean_wall * 1e3, 4),
@@ -697,7 +777,7 @@ def _fine_probe(
 
 
 def _qcrd_run(
-    comm: Comm, cfg: Config, workdir: Path, payload: bytes
+    comm: Comm, cfg: Config, workdir: Path, payload: bytes, dev: DeviceClient | None = None
 ) -> tuple[int, float, float, list[dict[str, Any]]]:
     """§4.2.3: each phase runs compute- or io-preset barriers for its length."""
     io = preset("io")
@@ -707,9 +787,16 @@ def _qcrd_run(
     for i, ph in enumerate(cfg.qcrd):
         if ph.kind == "cpu":
             g, f, dl = cfg.gcomp, 0, 0.0
+            per_barrier = preset("compute").compute_s
         else:
             g, f, dl = 0, io.gio, io.device_latency
-        n, w, c = _loop(comm, cfg, workdir, payload, g, f, dl, None, ph.seconds, f"q{i}-")
+            per_barrier = io.gio * io.device_latency
+        if cfg.qcrd_work:  # a fixed amount of work: the phase's barriers alone
+            count: int | None = max(1, round(ph.seconds / per_barrier))
+            limit: float | None = None
+        else:
+            count, limit = None, ph.seconds
+        n, w, c = _loop(comm, cfg, workdir, payload, g, f, dl, count, limit, f"q{i}-", dev=dev)
         phases.append({"kind": ph.kind, "seconds": round(w, 4), "barriers": n,
                        "cpu_ratio": round(c / w, 4) if w > 0 else 0.0})  # fmt: skip
         done, seconds, cpu = done + n, seconds + w, cpu + c

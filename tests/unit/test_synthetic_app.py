@@ -78,6 +78,9 @@ def test_duration_alone_means_no_iteration_bound() -> None:
         ([], {"COSCHED_SIZE": "2", "COSCHED_PORT": "70000"}, "port 70000 is outside"),
         (["--gio", "-1"], {}, "--gio must be >= 0"),
         (["--duration", "0"], {}, "--duration must be > 0"),
+        (["--qcrd-work"], {}, "--qcrd-work needs --preset qcrd"),
+        (["--fine-target", "0.5"], {}, "--fine-target needs --preset fine"),
+        (["--device", "node"], {}, "--device node needs the node's I/O device"),
     ],
 )
 def test_bad_configuration_is_one_clear_line(
@@ -172,3 +175,22 @@ def test_comm_flags_are_checked() -> None:
 def test_negative_device_latency_is_refused() -> None:
     with pytest.raises(ConfigError, match="--device-latency must be >= 0"):
         config_from(build_parser().parse_args(["--device-latency", "-1"]), {})
+
+
+def test_qcrd_work_runs_each_phase_as_a_fixed_number_of_barriers() -> None:
+    # 0.15 s of I/O and 0.3 s of compute per phase: 0.15 / (20 x 3.75 ms) = 2 barriers and
+    # 0.3 / 75 ms = 4, whatever the wall time they take
+    cfg = _cfg(["--preset", "qcrd", "--qcrd-work", "--qcrd-phases", "0.15,0.3,0.3"], {})
+    assert cfg.qcrd_work and len(cfg.qcrd) == 25
+    res = run(cfg)
+    counts = [(ph["kind"], ph["barriers"]) for ph in res["phases"]]
+    assert counts[:2] == [("io", 2), ("cpu", 4)] and counts[-1] == ("io", 4)
+
+
+def test_fine_target_sizes_the_compute_for_the_share() -> None:
+    cfg = _cfg(["--preset", "fine", "--fine-target", "0.8"], {"COSCHED_SIZE": "2",
+               "COSCHED_PORT": "7000"})  # fmt: skip
+    assert cfg.fine_target == 0.8 and cfg.fine_probe
+    with pytest.raises(ConfigError, match="in \\(0, 1\\)"):
+        _cfg(["--preset", "fine", "--fine-target", "1.5"], {"COSCHED_SIZE": "2",
+             "COSCHED_PORT": "7000"})  # fmt: skip

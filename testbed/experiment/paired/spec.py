@@ -26,6 +26,9 @@ CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 WAITS = ("spin", "block", "spinblock")
+# [jobs.*].device: "rank" (each rank sleeps its own device latency) or "node" (the
+# node's one I/O device, shared by every job there; agent/iodevice.py)
+DEVICES = ("rank", "node")
 
 # [sweep] keys (Wiseman & Feitelson 2003 Figs. 8 and 9): one per spec.
 #   nodes       cluster sizes; each point brings up its own cluster
@@ -46,11 +49,14 @@ class AppParams:
     nbytes: int = 8193
     device_latency: float = 0.0
     wait: str | None = None  # receive waiting action; None: the program's default (spin)
+    device: str = "rank"  # whose device the latency waits on: the rank's, or the node's shared
 
     def argv(self, duration: float) -> list[str]:
         args = ["--gcomp", str(self.gcomp), "--gio", str(self.gio), "--bytes", str(self.nbytes)]
         if self.device_latency > 0:
             args += ["--device-latency", str(self.device_latency)]
+        if self.device != "rank":
+            args += ["--device", self.device]
         if self.wait is not None:
             args += ["--wait", self.wait]
         return [*args, "--duration", str(duration)]
@@ -131,13 +137,14 @@ def fit_cpus(nodes: int, cores: int) -> tuple[float, str]:
 
 
 def _app(t: Table, wait: str | None) -> AppParams:
-    t.only({"gcomp", "gio", "bytes", "device_latency", "wait"})
+    t.only({"gcomp", "gio", "bytes", "device_latency", "wait", "device"})
     return AppParams(
         gcomp=t.integer("gcomp", minimum=0),
         gio=t.integer("gio", minimum=0),
         nbytes=t.integer("bytes", 8193, minimum=0),
         device_latency=t.number("device_latency", 0.0, minimum=0),
         wait=t.text("wait", wait, choices=WAITS),
+        device=t.text("device", "rank", choices=DEVICES),
     )
 
 
