@@ -175,6 +175,9 @@ def _dispatch(ctx: Context, request: object, caller: Caller) -> Any:
             # partner
             "slot_partner_ratio": {str(k): v for k, v in t.slot_matched_ratio().items()},
             "cluster_cpu_utilization": t.counters.utilization,
+            # the last quantum as the policy saw it: each job's measured utilization and
+            # the rows that ran (Wiseman & Feitelson 2003 Figs. 3 and 13 are made of these)
+            "last_quantum": _last_quantum(s),
         }
         out.update(ctx.daemon.status_extra())
         if args.get("memory") is True:
@@ -210,3 +213,13 @@ def _slice(s: Scheduler, args: dict[str, Any]) -> Any:
         return slice_matrix(len(s.nodes), known, size).to_dict()
     except ValueError as e:
         raise ApiError(f"slice: {e}") from None
+
+
+def _last_quantum(s: Scheduler) -> dict[str, Any]:
+    plan = s.measured_plan
+    return {
+        "utilization": {str(j): round(u, 4) for j, u in s.last_utilization.items()},
+        "slot": plan.slot if plan else None,
+        "partner": plan.partner if plan else None,
+        "runnable": sorted({j for cell in plan.node_jobs for j in cell}) if plan else [],
+    }

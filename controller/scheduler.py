@@ -94,6 +94,9 @@ class Scheduler:
         self.fam: Family = make_family(self.core, self.policy)
         self.last_plan: QuantumPlan | None = None
         self.last_utilization: dict[int, float] = {}
+        # the plan whose quantum last_utilization measured (the acks of a round carry
+        # the CPU used since the previous one: the quantum before last_plan's)
+        self.measured_plan: QuantumPlan | None = None
         self._last_tick: float | None = None
 
     # ---- construction --------------------------------------------------------
@@ -325,6 +328,7 @@ class Scheduler:
         if report.utilization:
             self.fam.observe(report.utilization)
         self.telemetry.switched(report.switches, timed=at is not None)
+        self.measured_plan = self.last_plan
         self.last_plan = planned.policy_plan
         for ev in self.pool.events():
             self.on_event(ev)

@@ -72,6 +72,7 @@ class PairedGang(MatrixGang):
             float,
             0.20,
             "utilization jump that makes a job run alone (§4.2.3); none = off",
+            nullable=True,
         ),
         ParamSpec(
             "matching",

@@ -19,14 +19,19 @@ class ParamSpec:
     default: int | float | bool | str | None
     help: str
     choices: tuple[str, ...] = ()
+    nullable: bool = False  # takes none/off for None although its default is a value
 
     def parse(self, text: str) -> int | float | bool | str | None:
         """Convert a command-line string; ValueError with a reason if it does not fit.
 
         A parameter whose default is None (e.g. ``max_slots``: unlimited) takes
-        ``none`` or ``unlimited`` to mean None.
+        ``none`` or ``unlimited`` to mean None; a ``nullable`` one (e.g. paired gang's
+        ``sharp_change``) ``none`` or ``off``.
         """
-        if self.default is None and text.strip().lower() in ("none", "unlimited"):
+        low = text.strip().lower()
+        if self.default is None and low in ("none", "unlimited"):
+            return None
+        if self.nullable and low in ("none", "off"):
             return None
         if self.kind is bool:
             low = text.strip().lower()

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from controller.policies.base import BatchPolicy, GangPolicy, SpaceSharePolicy
 from testbed.sim.execution import gang_rates
 from testbed.sim.job import COMPUTE_BOUND, SimJob
-from testbed.sim.results import MatchingStats, SimConfig, SimResult
+from testbed.sim.results import FULL, MatchingStats, SimConfig, SimResult
 
 Progress = Callable[[int], None]
 
@@ -46,8 +46,14 @@ def simulate(
     config: SimConfig,
     *,
     progress: Progress | None = None,
+    until: float | None = None,
 ) -> SimResult:
-    """Run ``jobs`` (any order) under ``policy``; ``progress(k)`` is told of k more ended jobs."""
+    """Run ``jobs`` (any order) under ``policy``; ``progress(k)`` is told of k more ended jobs.
+
+    ``until`` (exact gang loop only): stop at the first quantum boundary at or after that
+    time; jobs still running have no end, and ``SimResult.done`` has how far they got
+    (Wiseman & Feitelson 2003 §4.1 measured a mix while all of it ran).
+    """
     if policy.nodes != config.nodes:
         raise ValueError(f"policy has {policy.nodes} nodes but config has {config.nodes}")
     if isinstance(policy, SpaceSharePolicy) and policy.mpl > 1:
@@ -68,7 +74,9 @@ def simulate(
     if isinstance(policy, BatchPolicy):
         _run_batch(ordered, policy, result, progress)
     elif config.mode == "exact":
-        _run_gang_exact(ordered, policy, config, result, progress)
+        _run_gang_exact(ordered, policy, config, result, progress, until)
+    elif until is not None:
+        raise ValueError("until needs the exact mode")
     else:
         _run_gang_fluid(ordered, policy, config, result, progress)
     result.wall_seconds = time.perf_counter() - began
@@ -142,13 +150,14 @@ def _run_batch(
 class _Live:
     """Progress of one admitted job in the gang loops."""
 
-    __slots__ = ("cpu_used", "done", "fixed_cpu", "index", "job")
+    __slots__ = ("cpu_used", "done", "fixed_cpu", "index", "job", "launch_left")
 
     def __init__(self, index: int, job: SimJob) -> None:
         self.index = index
         self.job = job
         self.done = 0.0  # seconds of dedicated run time completed
         self.cpu_used = 0.0  # processor-seconds of CPU
+        self.launch_left = 0.0  # seconds of scheduled time its start-up still needs
         # one phase: cpu_at() is always this and phase_end() always the run time
         self.fixed_cpu: float | None = job.phases[0].cpu if len(job.phases) == 1 else None
 
@@ -206,25 +215,43 @@ def _run_gang_exact(
     cfg: SimConfig,
     res: SimResult,
     progress: Progress | None,
+    until: float | None = None,
 ) -> None:
     n = len(jobs)
     q_len, cs, interf = cfg.quantum, cfg.context_switch, cfg.interference
+    launch, launch_cpu, teardown = cfg.launch, cfg.launch_cpu, cfg.teardown
+    stop = math.inf if until is None else until
+    full = cfg.occupancy == FULL
+    device = cfg.device
     live: dict[int, _Live] = {}
+    # job -> when its teardown ends: its work is done, it still holds its cells
+    leaving: dict[int, float] = {}
     stats = MatchingStats()
     res.matching = stats
     prev_running: frozenset[int] = frozenset()
     i = 0
     t = 0.0
     idle_quanta = 0
-    while i < n or live:
+    backlog = 0.0  # node-seconds of run time admitted and not yet done
+    while (i < n or live) and t < stop:
         first = i
         i = _admit(jobs, i, t, policy, live, res)
+        for job in jobs[first:i]:
+            state = live.get(job.job_id)
+            if state is not None:
+                backlog += job.size * job.runtime
+                state.launch_left = launch
+        if leaving:
+            for j in [j for j, until in leaving.items() if until <= t + _EPS]:
+                _retire(j, leaving.pop(j), live, policy, res)
         if not live:
             if i < n:
                 t = max(t, jobs[i].submit)
             continue
         # zero-length jobs end the moment they are admitted
         for j in _zero_length(jobs, first, i, live):
+            if launch or teardown:
+                continue  # they start and end like any other job
             _retire(j, t, live, policy, res)
         if not live:
             continue
@@ -244,13 +271,14 @@ def _run_gang_exact(
             k = live[j].index
             if math.isnan(res.start[k]):
                 res.start[k] = t
-        # context switch: a job switched in this quantum loses ``cs`` seconds
+        # context switch: a job switched in this quantum loses ``cs`` seconds, then
+        # whatever its launch still needs
         quantum_cpu = dict.fromkeys(running, 0.0)
         node_jobs = [[j for j in jobs_on if j in live] for jobs_on in plan.node_jobs]
         remaining = q_len
-        delay = {j: (cs if j not in prev_running else 0.0) for j in running}
+        delay = {j: (cs if j not in prev_running else 0.0) + live[j].launch_left for j in running}
         elapsed = 0.0
-        active = set(running)
+        active = {j for j in running if j not in leaving}
         while remaining > _EPS and active:
             states = {j: live[j] for j in active}
 
@@ -258,9 +286,13 @@ def _run_gang_exact(
                 s = states[j]
                 return s.job.cpu_at(s.done)
 
+            def io(j: int, states: dict[int, _Live] = states) -> float:
+                s = states[j]
+                return s.job.io_at(s.done)
+
             # while switching in, a job neither progresses nor competes for the CPU
             ready = [[j for j in nj if j in active and delay[j] <= _EPS] for nj in node_jobs]
-            rates = gang_rates(ready, demand, interf)
+            rates = gang_rates(ready, demand, interf, io if device else None)
             step = remaining
             for j in active:
                 if delay[j] > _EPS:
@@ -278,10 +310,17 @@ def _run_gang_exact(
                 s = states[j]
                 if delay[j] > _EPS:
                     delay[j] -= step
+                    if s.launch_left > 0:  # the launch is the tail of the delay
+                        left = min(s.launch_left, max(0.0, delay[j]))
+                        used = (s.launch_left - left) * launch_cpu
+                        s.launch_left = left
+                        s.cpu_used += used * s.job.size
+                        quantum_cpu[j] += used
                     continue
                 r = rates.get(j, 0.0)
                 u = s.job.cpu_at(s.done)
                 s.done += r * step
+                backlog -= s.job.size * r * step
                 used = r * u * step
                 s.cpu_used += used * s.job.size
                 quantum_cpu[j] += used
@@ -291,15 +330,37 @@ def _run_gang_exact(
             elapsed += step
             for j in ended:
                 active.discard(j)
-                _retire(j, t + elapsed, live, policy, res)
+                backlog -= live[j].job.size * (live[j].job.runtime - live[j].done)
+                if teardown:
+                    leaving[j] = t + elapsed + teardown
+                else:
+                    _retire(j, t + elapsed, live, policy, res)
             if ended and progress is not None:
                 progress(len(ended))
-        # the quantum ends early when every runnable job has ended (nodes would idle)
-        t += elapsed if not active else q_len
-        policy.observe({j: quantum_cpu[j] / max(elapsed, _EPS) for j in running})
+        # the quantum ends early when every runnable job has ended (nodes would idle),
+        # unless slots last the whole quantum (ParPar) or a job in teardown holds them
+        if full or active:
+            length = q_len
+        else:
+            length = elapsed
+            for j in running:
+                until = leaving.get(j)
+                if until is not None:
+                    length = max(length, min(q_len, until - t))
+        t += length
+        policy.observe(
+            {j: quantum_cpu[j] / max(elapsed if not full else q_len, _EPS) for j in running}
+        )
         prev_running = frozenset(active)
         res.series_t.append(t)
         res.series_n.append(len(live))
+        res.series_w.append(max(0.0, backlog))
+    if until is not None:
+        res.done = array("d", [j.runtime for j in jobs])
+        for state in live.values():
+            res.done[state.index] = state.done
+        for k in range(i, n):
+            res.done[k] = 0.0
 
 
 def _run_gang_fluid(
@@ -330,9 +391,13 @@ def _run_gang_fluid(
         int, tuple[tuple[tuple[int, ...], ...], tuple[int, ...], tuple[tuple[int, ...], ...]]
     ]
     shapes = {}
+    backlog = 0.0  # node-seconds of run time admitted and not yet done
     while i < n or live:
         first = i
         i = _admit(jobs, i, t, policy, live, res)
+        for job in jobs[first:i]:
+            if job.job_id in live:
+                backlog += job.size * job.runtime
         if not live:
             if i < n:
                 t = max(t, jobs[i].submit)
@@ -425,6 +490,7 @@ def _run_gang_fluid(
         for j, r in mean_rate.items():
             s = live[j]
             s.done += r * dt
+            backlog -= s.job.size * r * dt
             s.cpu_used += mean_util[j] * dt * s.job.size
             if s.done >= s.job.runtime - _EPS * max(1.0, s.job.runtime):
                 ended.append(j)
@@ -435,3 +501,4 @@ def _run_gang_fluid(
             progress(len(ended))
         res.series_t.append(t)
         res.series_n.append(len(live))
+        res.series_w.append(max(0.0, backlog))

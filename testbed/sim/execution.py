@@ -16,6 +16,12 @@ Assumptions (documented in docs/simulator.md, issue 2 "Execution model"):
 * Processes of a gang synchronise (barriers), so a gang progresses at the
   speed of its slowest process: the minimum of its per-node rates. Gangs are
   coscheduled, so no extra barrier wait arises beyond that minimum.
+* With the device term (issue 25; ``io`` given), each node has one I/O device:
+  a process in a phase with device share ``d`` needs it for that fraction of its
+  dedicated time, and the processes sharing a node are slowed by the busier of
+  the two resources, ``max(1, sum(u), sum(d))`` (Wiseman & Feitelson 2003 §4.1.2:
+  I/O-bound jobs paired together "interfere with each other when writing to the
+  disk").
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ def gang_rates(
     node_jobs: Sequence[Sequence[int]],
     demand: Callable[[int], float],
     interference: float,
+    io: Callable[[int], float] | None = None,
 ) -> dict[int, float]:
     """Progress rate of every job runnable somewhere in ``node_jobs``.
 
-    ``demand(job_id)`` is the job's CPU utilization in its current phase.
+    ``demand(job_id)`` is the job's CPU utilization in its current phase, ``io(job_id)``
+    its device share (None: no device term).
     """
     rates: dict[int, float] = {}
     share_factor = 1.0 - interference
@@ -53,6 +61,11 @@ def gang_rates(
         total = 0.0
         for j in jobs:
             total += demand(j)
+        if io is not None:
+            disk = 0.0
+            for j in jobs:
+                disk += io(j)
+            total = max(total, disk)
         r = share_factor if total <= 1.0 else share_factor / total
         for j in jobs:
             old = rates.get(j)

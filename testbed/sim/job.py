@@ -22,16 +22,23 @@ from controller.policies.base import JobRequest
 
 @dataclass(frozen=True, slots=True)
 class Phase:
-    """``fraction`` of the job's dedicated run time spent at utilization ``cpu``."""
+    """``fraction`` of the job's dedicated run time spent at utilization ``cpu``.
+
+    ``io``: the share of that time a process occupies its node's I/O device (issue
+    25's device term; 0 for jobs whose waiting is communication, not disk).
+    """
 
     fraction: float
     cpu: float
+    io: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.fraction <= 1.0:
             raise ValueError(f"phase fraction must be in (0, 1], got {self.fraction}")
         if not 0.0 <= self.cpu <= 1.0:
             raise ValueError(f"phase cpu must be in [0, 1], got {self.cpu}")
+        if not 0.0 <= self.io <= 1.0:
+            raise ValueError(f"phase io must be in [0, 1], got {self.io}")
 
 
 COMPUTE_BOUND: tuple[Phase, ...] = (Phase(1.0, 1.0),)
@@ -132,6 +139,20 @@ class SimJob:
                 return p.cpu
         return self.phases[-1].cpu
 
+    def io_at(self, done: float) -> float:
+        """Device share of the phase the job is in after ``done`` seconds of progress."""
+        if len(self.phases) == 1:
+            return self.phases[0].io
+        if self.runtime <= 0:
+            return self.phases[-1].io
+        pos = done / self.runtime
+        acc = 0.0
+        for p in self.phases:
+            acc += p.fraction
+            if pos < acc - 1e-12:
+                return p.io
+        return self.phases[-1].io
+
     def phase_end(self, done: float) -> float:
         """Progress (seconds) at which the current phase ends."""
         acc = 0.0
@@ -195,17 +216,19 @@ def unchecked_job(
     return job
 
 
-def unchecked_phase(fraction: float, cpu: float) -> Phase:
-    """A :class:`Phase` without the range checks (0 < fraction <= 1, 0 <= cpu <= 1 are
-    the caller's to keep); for profiles drawn per job."""
+def unchecked_phase(fraction: float, cpu: float, io: float = 0.0) -> Phase:
+    """A :class:`Phase` without the range checks (0 < fraction <= 1, 0 <= cpu, io <= 1
+    are the caller's to keep); for profiles drawn per job."""
     phase: Phase = _new(Phase)
     _set_fraction(phase, fraction)
     _set_cpu(phase, cpu)
+    _set_io(phase, io)
     return phase
 
 
 _set_fraction = Phase.__dict__["fraction"].__set__
 _set_cpu = Phase.__dict__["cpu"].__set__
+_set_io = Phase.__dict__["io"].__set__
 
 
 # SimJob.request builds JobRequest like unchecked_job (a tenth of a whole

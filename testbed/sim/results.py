@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from testbed.sim.job import SimJob
 
+EARLY_END = "early-end"
+FULL = "full"
+OCCUPANCIES = (EARLY_END, FULL)
+
 
 @dataclass(slots=True)
 class SimConfig:
@@ -17,6 +21,20 @@ class SimConfig:
     ``exact`` (every quantum simulated) or ``fluid`` (rates change only at
     arrivals, departures and phase changes; Feitelson & Rudolph 1996 appendix). Batch policies
     ignore all of these.
+
+    The terms of issue 25 (docs/simulator.md, "What ParPar had"), all off by
+    default so that a configuration without them runs as before:
+
+    * ``launch`` -- seconds of a job's scheduled time, at its start, in which
+      its processes start and connect: no progress, no competition for the CPU,
+      ``launch_cpu`` of it charged as CPU;
+    * ``teardown`` -- seconds from a job's last barrier until its end is known
+      and its slot freed: it holds its cells and uses nothing;
+    * ``occupancy`` -- ``early-end`` (a quantum ends when every job runnable in
+      it has ended) or ``full`` (ParPar's slots last the whole quantum).
+      Exact mode only;
+    * ``device`` -- each node's one I/O device is shared by the processes on it
+      (phases' ``io`` share; testbed/sim/execution.py). Exact mode only.
     """
 
     nodes: int
@@ -24,6 +42,11 @@ class SimConfig:
     context_switch: float = 0.0
     interference: float = 0.05
     mode: str = "exact"
+    launch: float = 0.0
+    launch_cpu: float = 0.0
+    teardown: float = 0.0
+    occupancy: str = "early-end"
+    device: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -36,6 +59,28 @@ class SimConfig:
             raise ValueError(f"interference must be in [0, 1), got {self.interference}")
         if self.mode not in ("exact", "fluid"):
             raise ValueError(f"mode must be 'exact' or 'fluid', got {self.mode!r}")
+        if not (self.launch >= 0 and self.teardown >= 0):
+            raise ValueError(
+                f"launch and teardown must be >= 0 seconds, got {self.launch}, {self.teardown}"
+            )
+        if not 0 <= self.launch_cpu <= 1:
+            raise ValueError(f"launch_cpu must be in [0, 1], got {self.launch_cpu}")
+        if self.occupancy not in OCCUPANCIES:
+            raise ValueError(
+                f"occupancy must be one of {', '.join(OCCUPANCIES)}, got {self.occupancy!r}"
+            )
+        if self.mode == "fluid" and (
+            self.launch or self.teardown or self.occupancy == FULL or self.device
+        ):
+            raise ValueError(
+                "fluid mode has no launch, teardown, full-quantum occupancy or device "
+                "(its rounds are not quanta); use mode exact"
+            )
+
+    @property
+    def overhead(self) -> float:
+        """Seconds a job alone spends beyond its run time: launch and teardown."""
+        return self.launch + self.teardown
 
 
 @dataclass(slots=True)
@@ -70,7 +115,9 @@ class SimResult:
     processor-seconds of CPU the job consumed. Rejected jobs (larger than the
     machine) are listed with their reason and have NaN times.
     ``series_t``/``series_n`` sample the number of jobs in the system after
-    every event.
+    every event, ``series_w`` the work backlog then: node-seconds of dedicated
+    run time admitted and not yet done (Wiseman & Feitelson 2003 Fig. 11 counts
+    jobs; in a heavy-tailed workload the work shows a backlog the count hides).
     """
 
     policy: str
@@ -82,5 +129,8 @@ class SimResult:
     rejected: list[tuple[int, str]] = field(default_factory=list)
     series_t: array[float] = field(default_factory=lambda: array("d"))
     series_n: array[float] = field(default_factory=lambda: array("d"))
+    series_w: array[float] = field(default_factory=lambda: array("d"))
+    # with simulate(..., until=T): seconds of dedicated run time each job had done by then
+    done: array[float] = field(default_factory=lambda: array("d"))
     matching: MatchingStats | None = None
     wall_seconds: float = 0.0

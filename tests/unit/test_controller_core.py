@@ -196,6 +196,15 @@ def test_paired_gang_pairs_io_with_compute() -> None:
     assert s.telemetry.matching_success_ratio() > 0
     assert s.last_utilization or s.telemetry.counters.quanta
     assert s.table.jobs[cpu].cpu_ns > s.table.jobs[io].cpu_ns > 0
+    # the status's last quantum: what was measured, of the plan it was measured under
+    from controller.api import _last_quantum
+
+    lq = _last_quantum(s)
+    assert s.measured_plan is not None and lq["slot"] == s.measured_plan.slot
+    assert set(lq["utilization"]) <= {str(j) for j in lq["runnable"]}
+    assert lq["utilization"]
+    for j, u in lq["utilization"].items():  # the fake's CPU shares, as measured
+        assert u == pytest.approx(pool.busy[j], abs=0.05)
 
 
 # ---- operator ------------------------------------------------------------------------

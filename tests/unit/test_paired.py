@@ -368,3 +368,14 @@ def test_fig4_prose_pairs_the_io_job_with_every_compute_job() -> None:
     cells = _mix1("fig4-prose")
     assert all(4 in c for c in cells)
     assert sorted(c[0] for c in cells) == [1, 2, 3, 4]
+
+
+def test_sharp_change_can_be_switched_off_by_name() -> None:
+    from controller.policies.registry import lookup, make_policy, parse_params
+
+    entry = lookup("paired-gang")
+    for text in ("none", "off", "None"):
+        assert parse_params(entry, {"sharp_change": text}) == {"sharp_change": None}
+    pol = make_policy("paired-gang", 4, parse_params(entry, {"sharp_change": "none"}))
+    assert pol.predictor.sharp_change is None  # type: ignore[attr-defined]
+    assert parse_params(entry, {"sharp_change": "0.3"}) == {"sharp_change": 0.3}
