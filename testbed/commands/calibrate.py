@@ -28,13 +28,21 @@ DESCRIPTION = (
     "ParPar's nodes); the flags override them. Every measurement is repeated (--repeats) "
     "and its spread reported; each run waits for a quiet host first. Needs root; brings "
     "the cluster up and tears it down (also on failure, Ctrl-C or SIGTERM). About 4 "
-    "minutes on a quiet host with the defaults."
+    "minutes on a quiet host with the defaults.\n\n"
+    "Then the program's costs by gang size (--sizes, default 2,4,8; each size on its own "
+    "cluster, a core per node while the host's cores last): the barrier's wall and CPU "
+    "time, fitted linear in n - 1, a job's launch and teardown through the controller, "
+    "and a fine-grain job's check of the program model "
+    "(testbed/experiment/execmodel/programcal.py). "
+    "--only sizes measures just these and merges them into the existing file."
 )
 EXAMPLES = (
     "  sudo cosched calibrate                       # writes experiments/calibration.toml\n"
     "  sudo cosched calibrate --repeats 5 --duration 8\n"
     "  sudo cosched calibrate --quantum 1.0 --out /tmp/cal-q1.toml   # ParPar's quantum\n"
-    "  sudo cosched calibrate --nodes 4 --cpus-per-node 0.5 --cpu-mechanism shared"
+    "  sudo cosched calibrate --nodes 4 --cpus-per-node 0.5 --cpu-mechanism shared\n"
+    "  sudo cosched calibrate --only sizes --link fast-ethernet   # barrier, launch, "
+    "teardown at 2, 4, 8"
 )
 
 
@@ -70,6 +78,12 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--quantum", type=float, default=None, help="gang quantum, s (spec's)")
     p.add_argument(
+        "--link",
+        default=None,
+        help="link profile (default: the spec's); the size measurements time Wiseman & "
+        "Feitelson's TCP/IP barrier, so fast-ethernet is the faithful one for them",
+    )
+    p.add_argument(
         "--duration", type=float, default=8.0, help="seconds per run (default %(default)s)"
     )
     p.add_argument(
@@ -95,7 +109,25 @@ def add_commands(sub: Any) -> None:
         "(default %(default)s)",
     )
     p.add_argument(
+        "--quiet-timeout",
+        type=float,
+        default=120.0,
+        help="longest wait for a quiet host before a run, s; then it runs anyway and the "
+        "host's load is recorded (default %(default)s)",
+    )
+    p.add_argument(
         "--reuse-cluster", action="store_true", help="run on a cluster that is already up"
+    )
+    p.add_argument(
+        "--sizes",
+        default="2,4,8",
+        help="gang sizes for the program's costs, comma-separated, or none (default %(default)s)",
+    )
+    p.add_argument(
+        "--only",
+        choices=("all", "sizes"),
+        default="all",
+        help="sizes: only the program's costs by size, merged into the existing --out file",
     )
     p.set_defaults(func=cmd_calibrate)
 
@@ -154,21 +186,28 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         "fine_compute_ms": args.fine_compute_ms,
         "fine_wait_ms": args.fine_wait_ms,
         "quiet_limit": args.quiet_limit,
+        "quiet_timeout": args.quiet_timeout,
     }
     for flag, key in (
         ("nodes", "nodes"),
         ("cpus_per_node", "cpus_per_node"),
         ("cpu_mechanism", "cpu_mechanism"),
         ("quantum", "quantum"),
+        ("link", "link"),
     ):
         value = getattr(args, flag)
         if value is not None:
             changes[key] = value
     if changes.get("quantum", 1.0) < 0.01:
         raise CalibrateUsageError("--quantum must be >= 0.01 s")
+    changes["sizes"] = _sizes(args.sizes)
+    if args.only == "sizes" and not changes["sizes"]:
+        raise CalibrateUsageError("--only sizes needs --sizes")
     cfg = CalibrationConfig.from_spec(spec, **changes)
     out = args.out or DEFAULT_OUT
     sigterm_as_interrupt()
+    if args.only == "sizes":
+        return _sizes_only(cfg, out)
     try:
         cal = run_calibration(cfg, reuse_cluster=args.reuse_cluster)
     except LiveError as exc:
@@ -178,6 +217,59 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_toml(cal))
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot write {out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+    print(f"\nwritten: {out}")
+    return 0
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    if text.strip().lower() == "none":
+        return ()
+    try:
+        sizes = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise CalibrateUsageError(
+            f"--sizes {text!r}: whole node counts, e.g. 2,4,8, or none"
+        ) from None
+    if any(n < 2 for n in sizes):
+        raise CalibrateUsageError(f"--sizes {text!r}: each size at least 2 (a barrier needs two)")
+    return sizes
+
+
+def _sizes_only(cfg: Any, out: Path) -> int:
+    """``--only sizes``: measure the program's costs, merge them into ``out``."""
+    import os
+    import time
+
+    from testbed.experiment.execmodel.calibrate import measure_program_sizes, merge_sizes
+    from testbed.experiment.execmodel.programcal import summary_lines
+    from testbed.experiment.harness import LiveError, hostload
+
+    try:
+        existing = out.read_text()
+    except OSError as exc:
+        raise CoschedError(
+            f"--only sizes merges into {out}, which cannot be read: {exc.strerror}",
+            fix="run the whole calibration first, or give --out",
+        ) from None
+    work = Path(f"/tmp/cosched-calibrate-{os.getpid()}")
+    try:
+        sizes = measure_program_sizes(cfg, work, print)
+    except LiveError as exc:
+        raise CoschedError(str(exc)) from None
+    rec = hostload.host_record()
+    host = {
+        k: rec[k] for k in ("date", "kernel", "cores", "cosched_commit", "working_tree_modified")
+    }
+    host["sizes"] = list(cfg.sizes)
+    host["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    print()
+    print("\n".join(summary_lines(sizes)))
+    try:
+        out.write_text(merge_sizes(existing, sizes, host))
     except OSError as exc:
         raise CoschedError(
             f"cannot write {out}: {exc.strerror}", fix="give a writable --out"

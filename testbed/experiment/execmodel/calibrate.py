@@ -40,6 +40,11 @@ cluster during each run is recorded.
 
 The derivations are pure functions (:func:`interference`,
 :func:`context_switch`, :func:`derive`), unit-tested on given rates.
+
+Then (issue 25) the program's costs by gang size, each size on its own cluster:
+barrier cost at 2, 4 and 8 nodes and its fit, launch and teardown
+(testbed/experiment/execmodel/programcal.py). ``--only sizes`` measures just these and merges
+them into an existing file, leaving its other figures as they were.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from testbed.experiment.execmodel.programcal import SizeCalibration
 from testbed.experiment.harness import LiveError, hostload
 from testbed.experiment.harness.cluster import Say, cluster_cpu_reader, local_cluster
 from testbed.experiment.harness.jobs import last_json
@@ -116,6 +122,7 @@ class CalibrationConfig:
     quiet_timeout: float = 120.0
     quiet_retries: int = 3  # runs again a run during which > quiet_limit was busy outside
     spec_path: str = ""
+    sizes: tuple[int, ...] = (2, 4, 8)  # program costs by gang size (); () = none
 
     @classmethod
     def from_spec(cls, spec: ExperimentSpec, **changes: Any) -> CalibrationConfig:
@@ -477,6 +484,7 @@ class Calibration:
     runs: list[Run]
     derived: Derived
     host: dict[str, Any]
+    sizes: SizeCalibration | None = None
 
 
 def _schedule(repeats: int) -> Iterator[tuple[int, Measurement]]:
@@ -551,7 +559,28 @@ def run_calibration(
                 )
     rates, cpus = tables(runs)
     derived = derive(rates, cpus, cfg.quantum)
-    return Calibration(cfg, ns, runs, derived, host_info(cfg, cluster))
+    host = host_info(cfg, cluster)
+    sizes = measure_program_sizes(cfg, work, say) if cfg.sizes else None
+    return Calibration(cfg, ns, runs, derived, host, sizes)
+
+
+def measure_program_sizes(cfg: CalibrationConfig, work: Path, say: Say) -> SizeCalibration:
+    """The program's costs at every size of ``cfg.sizes`` (execmodel/programcal.py)."""
+    from testbed.experiment.execmodel.programcal import SizeCalConfig, measure_sizes
+
+    if os.geteuid() != 0:
+        raise LiveError("calibration runs jobs on the local cluster: run it with sudo")
+    scfg = SizeCalConfig(
+        sizes=cfg.sizes,
+        repeats=cfg.repeats,
+        duration=cfg.duration,
+        link=cfg.link,
+        cgroup=cfg.cgroup,
+        cfs_period_us=cfg.cfs_period_us,
+        quiet_limit=cfg.quiet_limit,
+        quiet_timeout=cfg.quiet_timeout,
+    )
+    return measure_sizes(scfg, ns_per_iteration=ns_per_iteration, work=work, say=say)
 
 
 def _state_doc(path: str) -> dict[str, Any]:
@@ -693,7 +722,7 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        return repr(round(v, 6))
+        return repr(round(v, 9))  # microseconds per barrier need more than 6 decimals
     if isinstance(v, str):
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, list | tuple):
@@ -813,18 +842,65 @@ def to_toml(cal: Calibration) -> str:
         "# measured.",
         "",
     ]
-    lines += _toml_table(
-        "model",
-        model,
-        {
-            "quantum": "seconds, the quantum the gang measurement used",
-            "interference": "fraction, from fine + fine pairs",
-            "context_switch": "seconds per switched-in quantum",
-            "fine_grain_utilization": "CPU/wall of the fine-grain job alone",
-        },
-    )
-    lines += _toml_table("measured", measured_doc(cal), {})
+    measured = measured_doc(cal)
+    if cal.sizes is not None:
+        model.update(size_terms(cal.sizes))
+        measured["sizes"] = size_doc(cal.sizes)
+    lines += _toml_table("model", model, MODEL_COMMENTS)
+    lines += _toml_table("measured", measured, {})
     lines += _toml_table("host", cal.host, {})
+    return "\n".join(lines).rstrip() + "\n"
+
+
+MODEL_COMMENTS = {
+    "quantum": "seconds, the quantum the gang measurement used",
+    "interference": "fraction, from fine + fine pairs",
+    "context_switch": "seconds per switched-in quantum",
+    "fine_grain_utilization": "CPU/wall of the fine-grain job alone",
+    "launch": "seconds of a job's start (2 nodes, [measured.sizes])",
+    "launch_cpu": "CPU share during the launch",
+    "teardown": "seconds from the last barrier to the job's end",
+    "barrier_wall_base": "b(n) = base + per_rank (n - 1) seconds, fitted at 2, 4, 8",
+    "barrier_wall_per_rank": "seconds per added process",
+    "barrier_cpu_base": "c(n), CPU seconds a process spends per barrier",
+    "barrier_cpu_per_rank": "CPU seconds per added process",
+}
+
+
+def size_terms(sizes: SizeCalibration) -> dict[str, float]:
+    from testbed.experiment.execmodel.programcal import model_terms, summarise
+
+    return model_terms(summarise(sizes.runs))
+
+
+def size_doc(sizes: SizeCalibration) -> dict[str, Any]:
+    from testbed.experiment.execmodel.programcal import measured_doc as sizes_measured
+
+    return sizes_measured(sizes)
+
+
+def merge_sizes(existing: str, sizes: SizeCalibration, host: Mapping[str, Any]) -> str:
+    """An existing calibration file with the size measurements (``--only sizes``) put in:
+    the ``[model]`` terms and ``[measured.sizes]`` replaced, the rest kept."""
+    import tomllib
+
+    doc = tomllib.loads(existing)
+    model = dict(doc.get("model", {}))
+    model.update(size_terms(sizes))
+    measured = dict(doc.get("measured", {}))
+    measured["sizes"] = size_doc(sizes)
+    host_doc = dict(doc.get("host", {}))
+    host_doc["sizes"] = dict(host)
+    lines = [
+        "# Execution-model parameters measured on the local cluster by `cosched calibrate`",
+        "# (testbed/experiment/calibrate.py; docs/simulator.md, Calibration). The simulator",
+        "# reads [model]; [measured] keeps every raw figure, [host] where it was measured",
+        "# ([host.sizes]: the size measurements, `--only sizes`, made apart).",
+        "",
+    ]
+    lines += _toml_table("model", model, MODEL_COMMENTS)
+    lines += _toml_table("measured", measured, {})
+    lines += _toml_table("host", host_doc, {})
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -887,4 +963,8 @@ def summary(cal: Calibration) -> str:
     busy = [r.other_cores for r in cal.runs if r.other_cores is not None]
     if busy:
         out.append(f"host busy outside the cluster: up to {max(busy):.2f} cores during a run")
+    if cal.sizes is not None:
+        from testbed.experiment.execmodel.programcal import summary_lines
+
+        out += ["", *summary_lines(cal.sizes)]
     return "\n".join(out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,16 @@ def records(client: Any) -> dict[int, dict[str, Any]]:
 
 
 def wait_ended(
-    client: Any, ids: Sequence[int], timeout: float, *, poll: float = 0.25, kill: bool = False
-) -> dict[int, dict[str, Any]]:
+    client: Any, ids: Sequence[int], timeout: float, *, poll: float = 0.25, kill: bool = False,
+    watch: Callable[[Any], None] | None = None,
+) -> dict[int, dict[str, Any]]:  # fmt: skip
     """The records of ``ids`` once all have ended. After ``timeout`` s: raise, or with
-    ``kill`` kill what still runs and raise once the kill is sent."""
+    ``kill`` kill what still runs and raise once the kill is sent. ``watch(client)`` is
+    called before every look (a trace of the controller's status)."""
     deadline = time.monotonic() + timeout
     while True:
+        if watch is not None:
+            watch(client)
         recs = records(client)
         mine = {j: recs[j] for j in ids if j in recs}
         if len(mine) == len(ids) and all(r["state"] in TERMINAL for r in mine.values()):

@@ -338,6 +338,8 @@ class ControlledRun:
     status: dict[str, Any]
     rows: int | None
     wall_seconds: float
+    # job id -> (the controller's record, every rank's report in rank order)
+    details: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=dict)
 
 
 def run_controlled(
@@ -349,14 +351,29 @@ def run_controlled(
     params: dict[str, str],
     jobs: list[tuple[str, str, Any]],
     run_dir: Path,
+    *,
+    poll: Callable[[Any], None] | None = None,
+    poll_interval: float = 0.5,
+    submit_at: list[float] | None = None,
 ) -> ControlledRun:
     """A fresh controller running ``policy``; ``jobs`` = (name, kind, AppParams) submitted
     in order, each as wide as the cluster and running ``duration`` s of the synthetic
-    program; returns when all have ended (also used by ``cosched calibrate``)."""
+    program; returns when all have ended (also used by ``cosched calibrate``).
+
+    ``poll(client)`` is called every ``poll_interval`` s while the jobs run (a trace of
+    the controller's status); ``submit_at`` delays each job's submission that many
+    seconds after the first."""
     began = time.monotonic()
     submitted: dict[int, tuple[str, str]] = {}
     with controller(state_path, policy, quantum, run_dir, params) as client:
-        for name, kind, app in jobs:
+        t0 = time.monotonic()
+        for idx, (name, kind, app) in enumerate(jobs):
+            if submit_at is not None:
+                due = t0 + submit_at[idx]
+                while time.monotonic() < due:
+                    if poll is not None:
+                        poll(client)
+                    time.sleep(min(poll_interval, max(0.0, due - time.monotonic())))
             argv = [sys.executable, "-m", "apps.synthetic", *app.argv(duration)]
             jid = harness_jobs.submit(client, name, nodes, argv, cwd=None)
             submitted[jid] = (name, kind)
@@ -364,20 +381,34 @@ def run_controlled(
         slots = harness_jobs.slots_of(matrix)
         rows = harness_jobs.rows_in_use(matrix.get("slots", []))
         records = harness_jobs.wait_ended(
-            client, list(submitted), timeout=duration * 4 + 60, poll=0.5, kill=True
+            client,
+            list(submitted),
+            timeout=duration * 4 + 60,
+            poll=poll_interval,
+            kill=True,
+            watch=poll,
         )
         status = client.request("status")
+        details: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
         results = [
-            _job_result(client, jid, name, kind, slots.get(jid), records[jid])
+            _job_result(client, jid, name, kind, slots.get(jid), records[jid], details)
             for jid, (name, kind) in submitted.items()
         ]
-    return ControlledRun(results, status, rows or None, time.monotonic() - began)
+    return ControlledRun(results, status, rows or None, time.monotonic() - began, details)
 
 
 def _job_result(
-    client: Any, jid: int, name: str, kind: str, slot: int | None, record: dict[str, Any]
+    client: Any,
+    jid: int,
+    name: str,
+    kind: str,
+    slot: int | None,
+    record: dict[str, Any],
+    details: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] | None = None,
 ) -> JobResult:
     reports = harness_jobs.rank_reports(client, jid)
+    if details is not None:
+        details[jid] = (record, reports)
     report = reports[0] if reports else {}
     return JobResult(
         job_id=jid,
