@@ -50,7 +50,7 @@ def _recorded(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
         host = {"cores": h.get("cores"), "kernel": h.get("kernel"),
                 "cgroup_mode": (meta.get("cluster") or {}).get("cgroups")}  # fmt: skip
         spec = (meta.get("spec") or {}).get("path")
-    elif kind in ("paired-sim", "rajaei-sim"):
+    elif kind in ("paired-sim", "paired-scale", "rajaei-sim"):
         meta = doc.get("meta") or {}
         date = meta.get("date") or meta.get("written")
         spec = meta.get("spec")

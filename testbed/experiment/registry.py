@@ -18,6 +18,7 @@ from testbed.experiment.protocol import Study
 KINDS: dict[str, str] = {
     "paired-live": "testbed.experiment.paired",
     "paired-sim": "testbed.experiment.pairedsim",
+    "paired-scale": "testbed.experiment.pairedscale",
     "sim-vs-live": "testbed.experiment.simvslive",
     "cdc-live": "testbed.experiment.cdc",
     "rajaei-sim": "testbed.experiment.rajaei",

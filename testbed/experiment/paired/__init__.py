@@ -45,6 +45,8 @@ class PairedLiveStudy(Study):
         "experiments/paired-vs-gang-2node-io-lowcpu.toml",
         "experiments/fig8-cluster-size.toml",
         "experiments/fig9-granularity.toml",
+        "experiments/paired-fig7-q1.toml",
+        "experiments/paired-fig8-q1.toml",
     )
     overrides = ("duration", "mixes", "configs")
 

@@ -1,0 +1,207 @@
+"""The paper-scale study (testbed/experiment/pairedscale): its --quick variant end to end on
+a calibration with every term, the statistics and verdicts, the simulated mixes, and the
+Figs. 3/13 trace analysis on given traces."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from testbed.experiment.pairedscale import mixes, report, study, trace
+from testbed.sweep import SweepOptions, run_sweep
+
+CAL = """[model]
+quantum = 0.2
+interference = 0.17
+context_switch = 0.0
+launch = 0.5
+launch_cpu = 0.5
+teardown = 0.1
+barrier_wall_base = 0.0004
+barrier_wall_per_rank = 0.0001
+barrier_cpu_base = 0.00005
+barrier_cpu_per_rank = 0.00001
+
+[measured.alone.compute.compute_rate]
+mean = 20.0
+[measured.alone.compute.compute_cpu]
+mean = 0.95
+[measured.alone.io.io_rate]
+mean = 24.0
+[measured.alone.io.io_cpu]
+mean = 0.03
+[measured.derived]
+interference_compute_io = 0.01
+"""
+
+
+@pytest.fixture
+def cal(tmp_path: Path) -> Path:
+    p = tmp_path / "cal.toml"
+    p.write_text(CAL)
+    return p
+
+
+def _spec(tmp_path: Path, cal: Path) -> Path:
+    text = Path("experiments/paired-scale-fig10-12.toml").read_text()
+    p = tmp_path / "spec.toml"
+    p.write_text(text.replace('calibration = "default"', f'calibration = "{cal}"'))
+    return p
+
+
+def test_quick_study_runs_reports_and_judges(tmp_path: Path, cal: Path) -> None:
+    from testbed.cli import main
+
+    out = tmp_path / "out"
+    spec = _spec(tmp_path, cal)
+    assert (
+        main(["experiment", "run", str(spec), "--quick", "--out", str(out), "--workers", "1"]) == 0
+    )
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["kind"] == "paired-scale"
+    data = doc["data"]
+    assert data["meta"]["quick"] and data["meta"]["seeds"] == [1, 2]
+    rows = data["runs"]
+    # every configuration at the quick loads, two seeds each; ablations at their loads
+    assert {(r["label"], r["load"]) for r in rows} >= {("gang", 0.5), ("paired", 0.95)}
+    assert all(r["seed"] in (1, 2) for r in rows)
+    gang = [r for r in rows if r["label"] == "gang"]
+    assert all("series" in r for r in gang)
+    # the program term makes wide jobs longer: realised load above the nominal
+    assert all(r["offered_realised"] > r["offered_nominal"] for r in gang)
+    old = [r for r in rows if r["label"] == "gang-old-model"]
+    assert all(r["offered_realised"] == pytest.approx(r["offered_nominal"]) for r in old)
+    text = (out / "report.md").read_text()
+    assert "## The paper beside ours" in text and "95 % confidence" in text
+    assert (out / "fig11.png").stat().st_size > 0
+    ids = {c.id for c in report.claims(rows)}
+    assert "wiseman2003/fig10/ratio-0.5" in ids and "wiseman2003/s4.2/run-length" in ids
+    # the report is rebuilt from results.json alone
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "results.json").write_text((out / "results.json").read_text())
+    assert main(["experiment", "report", str(again / "results.json")]) == 0
+    assert (again / "report.md").read_text() == text
+
+
+def test_same_params_same_result(tmp_path: Path, cal: Path) -> None:
+    spec = study.load_study(_spec(tmp_path, cal)).quick_variant()
+    one = [s for s in study.plan(spec) if s.params["label"] == "paired"][:1]
+    a = run_sweep(one, SweepOptions(progress=False)).results[0]
+    b = run_sweep(one, SweepOptions(progress=False)).results[0]
+    assert a is not None and b is not None
+    assert {k: v for k, v in a.items() if k != "seconds"} == {
+        k: v for k, v in b.items() if k != "seconds"
+    }
+
+
+def test_spec_errors_are_one_line(tmp_path: Path, cal: Path) -> None:
+    p = tmp_path / "bad.toml"
+    p.write_text('[study]\nterms = ["warp"]\n[[runs]]\nlabel = "a"\npolicy = "gang"\n')
+    with pytest.raises(study.StudyError, match="unknown model term"):
+        study.load_study(p)
+    p.write_text('[study]\nbogus = 1\n[[runs]]\nlabel = "a"\npolicy = "gang"\n')
+    with pytest.raises(study.StudyError, match="bogus"):
+        study.load_study(p)
+    p.write_text(f'[study]\ncalibration = "{tmp_path}/none.toml"\nterms = ["launch"]\n'
+                 '[[runs]]\nlabel = "a"\npolicy = "gang"\n')  # fmt: skip
+    spec = study.load_study(p)
+    with pytest.raises(study.StudyError):
+        study.plan(spec)
+
+
+def test_estimates_and_verdicts() -> None:
+    e = study.Estimate((1.0, 2.0, 3.0))
+    assert e.mean == 2.0
+    assert e.ci == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-5)  # t(0.975, 2)
+    assert math.isnan(study.Estimate((1.0,)).ci)
+    assert report._judge([0.5, 0.6, 0.7], +1, True)[0] == report.REPRODUCED
+    assert report._judge([0.5, 0.6, 0.7], +1, False)[0] == report.DIRECTION
+    assert report._judge([0.5, -0.4, 0.7], +1, True)[0] == report.DIRECTION  # not beyond
+    assert report._judge([-0.5, -0.6], +1, None)[0] == report.NOT_REPRODUCED
+    assert report._judge([0.5], +1, True)[0] == report.DIRECTION  # one seed
+
+
+def test_simulated_mixes_from_a_calibration(cal: Path) -> None:
+    types = mixes.job_types(cal, io_files=8, io_latency=0.005)
+    assert types["io"]["device"] == pytest.approx(8 * 0.005 * 24.0)
+    assert types["interference"] == 0.01
+    res = run_sweep(mixes.plan(types, mixes=(1, 4), duration=20.0), SweepOptions(progress=False))
+    by = {(r["config"], r["mix"]): r for r in res.results if r is not None}
+    # strict gang: each of four jobs gets a quarter of its alone rate
+    assert by[("gang", 1)]["rates"]["io"] == pytest.approx(24.0 / 4, rel=0.1)
+    # paired gang: mix 1's I/O job pairs with the compute rows, several times faster
+    assert by[("paired-fig4-prose", 1)]["rates"]["io"] > 2.5 * by[("gang", 1)]["rates"]["io"]
+    # mix 4: four I/O jobs pair with each other and queue at the node's one device
+    assert by[("paired-fig4-prose", 4)]["rates"]["io"] < 1.3 * by[("gang", 4)]["rates"]["io"]
+
+
+def _entries() -> list[dict[str, object]]:
+    # job 1 alone at 0.9, then paired with new job 2 (0.1): predicted 1.0 at first
+    return [
+        {"q": 1, "utilization": {"1": 0.9}, "slot": 0, "partner": None},
+        {"q": 2, "utilization": {"1": 0.88, "2": 0.1}, "slot": 0, "partner": 1},
+        {"q": 3, "utilization": {"1": 0.9, "2": 0.12}, "slot": 1, "partner": 0},
+        {"q": 4, "utilization": {"1": 0.45, "2": 0.5}, "slot": 0, "partner": 1},
+    ]
+
+
+def test_replay_predicts_what_the_policy_would() -> None:
+    pts = trace.replay(_entries(), sharp_change=None)
+    first = next(p for p in pts if p["job"] == 2)
+    assert first["new"] and first["predicted"] == 1.0
+    # job 1's prediction for quantum 3: eq. (1) over (0.88, 0.9) = (0.4 x 0.88 + 0.3 x 0.9) / 0.7
+    p3 = next(p for p in pts if p["job"] == 1 and p["q"] == 3)
+    assert p3["predicted"] == pytest.approx((0.4 * 0.88 + 0.3 * 0.9) / 0.7)
+    stats = trace.fig3_stats(pts)
+    assert stats["new_job_points"] == 2 and stats["points"] == 7
+    # with the sharp-change rule job 1's drop 0.9 -> 0.45 would flag it: nothing after here
+    flagged = trace.replay([*_entries(), {"q": 5, "utilization": {"1": 0.9}, "partner": None}],
+                           sharp_change=0.2)  # fmt: skip
+    assert next(p for p in flagged if p["q"] == 5)["predicted"] == 1.0
+
+
+def test_fig13_stats_counts_cpu_pairs() -> None:
+    s = trace.fig13_stats(_entries(), {"1": 100.0, "2": 110.0})
+    assert s["mean_response"] == 105.0
+    assert s["paired_share"] == 0.75
+    assert s["cpu_pairs_share"] == 0.25  # quantum 4: 0.45 + 0.5 > 0.8, both > 0.3
+
+
+def test_figs78_sets_live_beside_simulated(tmp_path: Path, cal: Path) -> None:
+    from testbed.experiment.pairedscale import figs78
+
+    doc = json.loads(Path("docs/results/paired-vs-gang-2node/results.json").read_text())
+    text, data = figs78.markdown(doc, cal, "t")
+    doc = dict(figs78.unwrap(doc))
+    point = data["points"][0]
+    # job types from the live strict-gang runs: four jobs, one quantum in four
+    gang0 = next(r for r in doc["runs"] if r["config"] == "gang" and r["mix"] == 0)
+    rate0 = sum(j["barriers_per_second"] for j in gang0["jobs"]) / 4
+    assert point["types"]["compute"]["rate"] == pytest.approx(4 * rate0)
+    # the simulated strict gang gives each compute job its quarter back
+    assert point["sim"]["gang/0/compute"] == pytest.approx(rate0, rel=0.05)
+    ids = [c["id"] for c in data["claims"]]
+    assert "wiseman2003/fig7/mix1-io" in ids and "## The paper beside ours" in text
+    assert figs78.live_points({"points": [{"value": 4, "result": doc}]})[0][0] == 4
+
+
+def test_trace_report_from_given_runs(tmp_path: Path, cal: Path) -> None:
+    entries = [*_entries(), {"q": 5, "utilization": {"1": 0.5, "2": 0.45}, "partner": 0}]
+    jobs = [{"job": 1, "submit": 0.0, "end": 100.0, "target": 0.9},
+            {"job": 2, "submit": 5.0, "end": 115.0, "target": 0.1}]  # fmt: skip
+    fig3 = {"nodes": 2, "gap": 6, "runs": [{"trace": entries, "jobs": jobs, "params": {}}]}
+    fig13 = {"nodes": 2, "runs": [
+        {"params": {"sharp_change": "none"}, "trace": entries, "jobs": jobs},
+        {"params": {"sharp_change": "0.2"}, "trace": entries, "jobs": jobs[:1]},
+    ]}  # fmt: skip
+    (tmp_path / "fig3-live.json").write_text(json.dumps(fig3))
+    (tmp_path / "fig13-live.json").write_text(json.dumps(fig13))
+    text = trace.report(tmp_path, cal).read_text()
+    assert "Pearson r" in text and "| simulated | 0.2 |" in text
+    assert (tmp_path / "fig3.png").exists() and (tmp_path / "fig13.png").exists()
+    claims = json.loads((tmp_path / "claims.json").read_text())
+    assert {c["where"] for c in claims} == {"§2.3, Fig. 3", "§4.2.3, Fig. 13"}
