@@ -201,7 +201,8 @@ def test_the_committed_spec_and_its_quick_version() -> None:
     spec = load_spec(SPEC)
     assert spec.policies == ("gang", "paired-gang") and spec.loads == (0.5, 0.8)
     assert spec.nodes == 2 and spec.cpu_mechanism == "cpuset" and spec.quantum == 0.2
-    assert spec.sims[0] == SimVariant("calibrated", "default", None)
+    assert spec.sims[0] == SimVariant("full-quanta", "default", None, ("occupancy",))
+    assert spec.sims[1] == SimVariant("calibrated", "default", None)
     q = spec.quick_version()
     assert q.jobs < 20 and len(q.loads) == 1 and q.policies == spec.policies
 
@@ -288,6 +289,18 @@ def test_strict_gang_alternates_and_paired_gang_pairs_in_the_simulator() -> None
     # the paper's 45 % profile is the same here; a compute-bound share would not pair
     hog = run_sim(_run("paired-gang", jobs), spec, SimVariant("hog", "none", 0.9), rates)
     assert min(j.end_s or 0.0 for j in hog.jobs) > 7.0
+    # full quanta: a quantum whose jobs ended early is not cut short; no job ends sooner
+    full = run_sim(_run("gang", jobs), spec, SimVariant("f", "none", None, ("occupancy",)), rates)
+    pairs = zip(full.jobs, gang.jobs, strict=True)
+    assert all((a.end_s or 0) >= (b.end_s or 0) - 1e-9 for a, b in pairs)
+
+
+def test_sim_variant_terms_are_checked(tmp_path: Path) -> None:
+    text = SPEC.read_text().replace('terms = ["occupancy"]', 'terms = ["program"]')
+    bad = tmp_path / "s.toml"
+    bad.write_text(text)
+    with pytest.raises(SpecError, match="terms"):
+        load_spec(bad)
 
 
 def test_simulate_all_needs_live_runs() -> None:

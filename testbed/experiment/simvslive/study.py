@@ -115,6 +115,7 @@ REPO = Path(__file__).resolve().parents[3]
 POLICIES = ("gang", "paired-gang")
 WAITS = ("spin", "block", "spinblock")
 TERMINAL = harness_jobs.TERMINAL
+SIM_TERMS = ("occupancy",)  # the jobs' launch, teardown and run times are measured live
 DEFAULT_SPEC = REPO / "experiments" / "sim-vs-live.toml"
 
 
@@ -131,6 +132,10 @@ class SimVariant:
     label: str
     calibration: str = "default"  # default (the committed file) | none | PATH
     cpu: float | None = None  # None: the CPU share measured per job size
+    # issue 25's model terms that apply to measured jobs: occupancy (the controller's
+    # quanta last the whole quantum). The jobs' dedicated times are measured here with
+    # their launch and teardown in them, and their sizes' run times are not the program's.
+    terms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -248,7 +253,9 @@ def load_spec(doc: Table) -> ValidateSpec:
     quick.only(_QUICK)
     sims = []
     for s in doc.tables("sim", default=[{"label": "calibrated"}]):
-        s.only({"label", "calibration", "cpu"})
+        s.only({"label", "calibration", "cpu", "terms"})
+        # launch, teardown and run times are measured live here: only occupancy applies
+        terms = s.items("terms", str, [], nonempty=False, choices=SIM_TERMS)
         cpu = s.data.get("cpu", "measured")
         if cpu != "measured":
             cpu = s.number("cpu", above=0, maximum=1)
@@ -257,6 +264,7 @@ def load_spec(doc: Table) -> ValidateSpec:
                 label=s.text("label"),
                 calibration=s.text("calibration", "default"),
                 cpu=None if cpu == "measured" else float(cpu),
+                terms=tuple(terms),
             )
         )
     if not sims:
@@ -747,6 +755,7 @@ def sim_params(
         "calibration": repo_relative(cal.source),
         "interference": cal.interference,
         "context_switch": cal.context_switch,
+        "terms": list(variant.terms),
         "cpu": {
             str(s): variant.cpu if variant.cpu is not None else rates[s].cpu_share for s in sizes
         },
@@ -797,6 +806,7 @@ def simulate_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         context_switch=float(params["context_switch"]),
         interference=float(params["interference"]),
         mode="exact",
+        occupancy="full" if "occupancy" in params.get("terms", ()) else "early-end",
     )
     t0 = time.perf_counter()
     res = simulate(jobs, policy, config)
@@ -865,7 +875,7 @@ def rate_sensitivity(
     result: ValidationResult,
     spec: ValidateSpec,
     factors: Sequence[float] = SENSITIVITY_FACTORS,
-    variant: str = "calibrated",
+    variant: str | None = None,
     sweep: SweepOptions | None = None,
 ) -> list[dict[str, Any]]:
     """How much the simulated mean response of each live run depends on the dedicated rate.
@@ -875,8 +885,11 @@ def rate_sensitivity(
     simulated again with every size's rate times each factor, and once with the first
     rate measurement (before any run) instead of the one around it. One entry per live run:
     ``live`` (its mean response), ``factors`` (factor -> simulated mean response) and
-    ``first``.
+    ``first``. ``variant`` names the ``[[sim]]`` model; by default the first, the one that
+    decides the verdict.
     """
+    if variant is None and spec.sims:
+        variant = spec.sims[0].label
     var = next((v for v in spec.sims if v.label == variant), None)
     if var is None:
         raise SpecError(
