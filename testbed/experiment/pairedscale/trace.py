@@ -132,7 +132,13 @@ def fig3_stats(points: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         out["pearson_r"] = _pearson(xs, ys)
         out["mean_abs_error"] = statistics.fmean(abs(a - b) for a, b in zip(xs, ys, strict=True))
         out["within_0.1"] = sum(abs(a - b) <= 0.1 for a, b in zip(xs, ys, strict=True)) / len(xs)
+        out["measured_min"], out["measured_max"] = min(ys), max(ys)
     return out
+
+
+# Fig. 3's points span 0-100 %: a correlation over a narrow band (jobs starved of CPU on
+# a busy host) shows the predictor follows, not that it spans the paper's range
+FIG3_SPAN = 0.5
 
 
 def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -340,10 +346,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # ---------------------------------------------------------------- the report
 
 
@@ -412,13 +414,18 @@ def report(out: Path, calibration: Path) -> Path:
                 f"measured| = {st['mean_abs_error']:.3f}, within ±0.1: "
                 f"{st['within_0.1']:.0%}",
             ]
-            v = "reproduced" if st["pearson_r"] > 0.7 else "direction only"
+            lo, hi = st["measured_min"], st["measured_max"]
+            lines += [f"* measured utilizations {lo:.2f}–{hi:.2f} (the paper's span 0–1)"]
+            wide = hi - lo >= FIG3_SPAN
+            v = "reproduced" if st["pearson_r"] > 0.7 and wide else "direction only"
             known = st["points"] - st["new_job_points"]
             claims.append(("§2.3, Fig. 3", "the prediction correlates with the real "
                            "utilization; new jobs are predicted at 100 %",
-                           f"r = {st['pearson_r']:.3f} over {known:.0f} points; "
-                           f"{st['new_job_points']:.0f} new-job points at 1.0", v,
-                           "a correlation above 0.7 taken as the paper's"))  # fmt: skip
+                           f"r = {st['pearson_r']:.3f} over {known:.0f} points measured "
+                           f"{lo:.2f}–{hi:.2f}; {st['new_job_points']:.0f} new-job points "
+                           "at 1.0", v,
+                           f"a correlation above 0.7 over a measured span of at least "
+                           f"{FIG3_SPAN:g} taken as the paper's"))  # fmt: skip
         lines += ["", "![Fig. 3](fig3.png)", ""]
         _plot_fig3(pts, out / "fig3.png")
     if f13.exists():
@@ -537,3 +544,7 @@ def _plot_fig13(live: Mapping[str, Any], sims: Sequence[Mapping[str, Any]], path
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
