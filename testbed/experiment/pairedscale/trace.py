@@ -379,8 +379,8 @@ def sim_fig13(calibration: Path, phases: str = "1,4,8", nodes: int = 2) -> list[
 
 
 def report(out: Path, calibration: Path) -> Path:
-    """report.md, fig3.png and fig13.png from the live traces in ``out`` and the
-    simulated Fig. 13."""
+    """report.md, fig3.png and fig13.png from the live traces in ``out`` (those present)
+    and the simulated Fig. 13."""
     import json
 
     lines = ["# Wiseman & Feitelson 2003 Figs. 3 and 13: the predictor at work", ""]
@@ -428,8 +428,8 @@ def report(out: Path, calibration: Path) -> Path:
                            f"{FIG3_SPAN:g} taken as the paper's"))  # fmt: skip
         lines += ["", "![Fig. 3](fig3.png)", ""]
         _plot_fig3(pts, out / "fig3.png")
-    if f13.exists():
-        d13 = json.loads(f13.read_text())
+    if True:  # the simulated Fig. 13 always; the live one where its trace exists
+        d13 = json.loads(f13.read_text()) if f13.exists() else {"runs": []}
         sims = sim_fig13(calibration)
         lines += [
             "## Fig. 13: four QCRD instances, without and with sharp-change detection",
@@ -466,12 +466,13 @@ def report(out: Path, calibration: Path) -> Path:
         for where, r in resp.items():
             if "none" in r and "0.2" in r:
                 d = r["0.2"] / r["none"] - 1
-                v = "reproduced" if abs(d) <= 0.05 else "direction only" if d > 0 else (
-                    "not reproduced")  # fmt: skip
+                # one run each: no spread to tell a difference from noise (claims.RULES)
+                v = "direction only" if d > 0 else "not reproduced"
+                near = "within" if abs(d) <= 0.05 else "outside"
                 claims.append(("§4.2.3, Fig. 13", "with sharp-change detection the "
                                "response time was longer by just about 1 percent",
                                f"{where}: {d:+.1%} ({r['none']:.1f} s → {r['0.2']:.1f} s)",
-                               v, "within ±5 % taken as about 1 %; one run each"))  # fmt: skip
+                               v, f"{near} ±5 % of it; one run each, no spread"))  # fmt: skip
         lines += ["", "![Fig. 13](fig13.png)", ""]
         _plot_fig13(d13, sims, out / "fig13.png")
     lines += ["## The paper beside ours", "", "| where | the paper says | we measured | verdict |",
