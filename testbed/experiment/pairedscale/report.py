@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed.experiment.claims import judge_value
 from testbed.experiment.pairedscale.study import (
     Estimate,
     estimate,
@@ -56,35 +57,33 @@ REPRODUCED, DIRECTION, NOT_REPRODUCED, NOT_RUN = (
 )
 
 
-def _beyond_spread(values: Sequence[float], sign: int) -> bool:
-    """Same sign in every seed and a mean larger than half the range of the values."""
-    if len(values) < 2:
-        return False
-    mean = sum(values) / len(values)
-    half = (max(values) - min(values)) / 2
-    return all(v * sign > 0 for v in values) and abs(mean) > half
-
-
 def _judge(diffs: Sequence[float], sign: int, within: bool | None) -> tuple[str, str]:
+    """claims.judge on per-seed differences (the one rule of docs/reproduction.md)."""
+    from testbed.experiment.claims import Difference, judge
+
     if not diffs:
         return NOT_RUN, "not run"
-    mean = sum(diffs) / len(diffs)
-    if mean == 0 or (mean > 0) != (sign > 0):
-        return NOT_REPRODUCED, "the opposite direction" if mean else "no difference"
-    if len(diffs) < 2:
-        return DIRECTION, "one seed: no spread to tell it from noise"
-    if not _beyond_spread(diffs, sign):
-        return DIRECTION, "the difference is not larger than its seed-to-seed spread"
-    if within is False:
-        return DIRECTION, "outside the stated tolerance"
-    return REPRODUCED, ("within the stated tolerance and " if within else "") + (
-        "beyond the seed-to-seed spread"
-    )
+    v, why = judge(Difference(tuple(diffs)), sign, within)
+    return str(v), why
 
 
-def _worst(verdicts: Sequence[str]) -> str:
+def _judge_ratio(values: Sequence[float], mean: float, lo: float, hi: float) -> tuple[str, str]:
+    """A ratio the paper states (tolerance lo-hi): above 1 beyond the spread, within the
+    tolerance in the mean *and in every seed* to be reproduced (claims.judge_value)."""
+    v, why = _judge([x - 1.0 for x in values], +1, lo <= mean <= hi)
+    if v == REPRODUCED and not all(lo <= x <= hi for x in values):
+        return DIRECTION, "within the stated tolerance in the mean, not in every seed: the " \
+            "seed-to-seed spread crosses it"  # fmt: skip
+    return v, why
+
+
+def _worst_why(judged: Sequence[tuple[str, str]]) -> tuple[str, str]:
+    """The worst of several loads' (verdict, why), and why it is that verdict."""
     order = (NOT_REPRODUCED, DIRECTION, REPRODUCED, NOT_RUN)
-    return min(verdicts, key=order.index) if verdicts else NOT_RUN
+    if not judged:
+        return NOT_RUN, "not run"
+    v, why = min(judged, key=lambda x: order.index(x[0]))
+    return v, f"the worst load's verdict: {why}"
 
 
 def _has(rows: Rows, label: str) -> bool:
@@ -102,7 +101,7 @@ def claims(rows: Rows) -> list[Claim]:
             continue
         r = ratio(rows, "gang", "paired", load, "mean_response")
         lo, hi = paper * (1 - TOLERANCE), paper * (1 + TOLERANCE)
-        v, why = _judge([x - 1.0 for x in r.values], +1, lo <= r.mean <= hi)
+        v, why = _judge_ratio(r.values, r.mean, lo, hi)
         out.append(Claim(
             f"wiseman2003/fig10/ratio-{load:g}", "§4.2.1, Fig. 10",
             f"at load {load:g} paired gang's response is "
@@ -125,36 +124,34 @@ def claims(rows: Rows) -> list[Claim]:
         v, why,
     ))  # fmt: skip
     # paired faster at every load
-    verdicts, parts = [], []
+    judged, parts = [], []
     for load in loads:
         r = ratio(rows, "gang", "paired", load, "mean_response")
-        verdicts.append(_judge([x - 1.0 for x in r.values], +1, None)[0])
+        judged.append(_judge([x - 1.0 for x in r.values], +1, None))
         parts.append(f"{load:g}: {r.mean:.2f}")
     out.append(Claim(
         "wiseman2003/fig10/paired-faster", "§4.2.1, Fig. 10",
         "paired gang gives lower response time and slowdown than strict gang",
-        "gang ÷ paired response " + ", ".join(parts), _worst(verdicts),
-        "the worst load's verdict",
+        "gang ÷ paired response " + ", ".join(parts), *_worst_why(judged),
     ))  # fmt: skip
     # Fig. 11: dozens of jobs left at the last arrival above 0.6-0.7
     high = [x for x in loads if x >= 0.7]
     if high:
-        verdicts, parts = [], []
+        judged, parts = [], []
         for load in high:
             g = estimate(rows, "gang", load, "in_system_at_last_arrival")
             p = per_seed(rows, "paired", load, "in_system_at_last_arrival")
             gs = per_seed(rows, "gang", load, "in_system_at_last_arrival")
             seeds = sorted(set(gs) & set(p))
-            v, _ = _judge([gs[s] - p[s] for s in seeds], +1, g.mean >= DOZENS)
-            verdicts.append(v)
+            judged.append(_judge([gs[s] - p[s] for s in seeds], +1, g.mean >= DOZENS))
             parts.append(f"{load:g}: {g.text('{:.0f}')}")
+        v, why = _worst_why(judged)
         out.append(Claim(
             "wiseman2003/fig11/dozens-left", "§4.2.1, Fig. 11",
             'above 0.6–0.7 strict gang "still has some dozens of jobs left" when the last '
             "job arrives (paired gang clears them)",
             "strict gang's jobs in system at the last arrival " + ", ".join(parts),
-            _worst(verdicts), f"the worst load's verdict; dozens taken as ≥ {DOZENS}, and "
-            "more than paired gang seed by seed",
+            v, why + f"; dozens taken as ≥ {DOZENS}, and more than paired gang seed by seed",
         ))  # fmt: skip
     if 0.95 in loads:
         g = estimate(rows, "gang", 0.95, "drain_h")
@@ -199,21 +196,22 @@ def claims(rows: Rows) -> list[Claim]:
             v, why + "; stated: paired's count does not rise",
         ))  # fmt: skip
     if _has(rows, "paired-hetero"):
-        verdicts, parts = [], []
+        judged, parts = [], []
         for load in loads:
             r = ratio(rows, "paired-hetero", "paired", load, "mean_response")
             if not r.values:
                 continue
-            within = abs(r.mean - 1.0) <= HETERO_SIMILAR
-            # "similar" states no direction: outside the tolerance it is not reproduced
-            verdicts.append(REPRODUCED if within else NOT_REPRODUCED)
+            # "similar" states a figure, no direction: claims.judge_value, seed by seed
+            within = [abs(x - 1.0) <= HETERO_SIMILAR for x in (r.mean, *r.values)]
+            v, why = judge_value(within, f"±{HETERO_SIMILAR:.0%}")
+            judged.append((str(v), why))
             parts.append(f"{load:g}: {r.text('{:.2f}')}")
         out.append(Claim(
             "wiseman2003/fig12/hetero-similar", "§4.2.2, Figs. 10, 12",
             '"enough matching occurs to make the performance similar to that of the '
             'homogeneous case"',
             "heterogeneous ÷ homogeneous paired response " + ", ".join(parts),
-            _worst(verdicts), f"similar taken as within ±{HETERO_SIMILAR:.0%}",
+            *_worst_why(judged),
         ))  # fmt: skip
     # Fig. 14: QCRD-like jobs at 0.8, response halved
     q_loads = sorted({float(r["load"]) for r in rows if r["label"] == "paired-qcrd"})
@@ -222,7 +220,7 @@ def claims(rows: Rows) -> list[Claim]:
         if not r.values:
             continue
         lo, hi = 2.0 * (1 - TOLERANCE), 2.0 * (1 + TOLERANCE)
-        v, why = _judge([x - 1.0 for x in r.values], +1, lo <= r.mean <= hi)
+        v, why = _judge_ratio(r.values, r.mean, lo, hi)
         out.append(Claim(
             "wiseman2003/fig14/qcrd-halved", "§4.2.3, Fig. 14",
             f"QCRD-like Lublin jobs at load {load:g}: paired gang's average response time is "
