@@ -38,6 +38,8 @@ class Row:
 
 
 W = "paired-vs-gang-2node"
+S = "paired-scale-fig10-12"  # issue 25: the paper's scale, five seeds
+SN = "at the paper's scale: 16 nodes, 1,000 jobs, five seeds, the execution model of issue 25"
 PAPERS: dict[str, tuple[Row, ...]] = {
     "Wiseman & Feitelson 2003": (
         Row("§2.3, Fig. 3", "eq. (1)'s prediction follows a job's measured CPU utilization",
@@ -103,13 +105,39 @@ PAPERS: dict[str, tuple[Row, ...]] = {
         Row("§4.2.2, Figs. 10, 12", "with heterogeneous jobs the performance is similar to "
             "the homogeneous case (tolerance ±15 %)", "sim-paired-fig10-12",
             ("wf2003/fig12/hetero-like-homo",)),
+        *(Row(where, says + " (tolerance ±25 %)" * tol, S, (f"wiseman2003/{cid}",), note=SN)
+          for where, says, cid, tol in (
+              ("§4.2.1, Fig. 10", "at load 0.5 paired gang's response time is about twice "
+               "faster", "fig10/ratio-0.5", True),
+              ("§4.2.1, Fig. 10", "at load 0.95 nearly six times faster", "fig10/ratio-0.95",
+               True),
+              ("§4.2.1, Fig. 10", "the heavier the load, the larger paired gang's advantage",
+               "fig10/ratio-grows", False),
+              ("§4.2.1, Fig. 10", "paired gang's response time and slowdown below strict "
+               "gang's", "fig10/paired-faster", False),
+              ("§4.2.1, Fig. 11", "above 0.6-0.7 strict gang has dozens of jobs left at the "
+               "last arrival", "fig11/dozens-left", False),
+              ("§4.2.1, Fig. 11", "at 0.95 strict gang drains for over three hours",
+               "fig11/drain-0.95", False),
+              ("§4.2.1, Fig. 11", "strict gang saturates at 0.9: the jobs in the system rise",
+               "fig11/saturates-0.9", False),
+              ("§4.2.1, Fig. 11", "strict gang saturates at 0.95: the jobs in the system rise",
+               "fig11/saturates-0.95", False),
+              ("§4.2.1, Fig. 11", "paired gang does not saturate even at 0.95",
+               "fig11/paired-no-saturation", False),
+              ("§4.2.2, Figs. 10, 12", "with heterogeneous jobs the performance is similar "
+               "to the homogeneous case", "fig12/hetero-similar", False),
+              ("§4.2", "an experiment took 8-11 hours, longer at lower loads",
+               "s4.2/run-length", False),
+          )),
         Row("§4.2.3, Fig. 13(a)", "four QCRD copies: high-CPU phases run alone, low-CPU phases "
-            "pair", not_attempted="QCRD is built (apps/qcrd.py); no committed run of Fig. 13"),
+            "pair", not_attempted="no live run; the simulated Fig. 13 is in "
+            "docs/results/paired-trace (a trace report, not a study's results.json)"),
         Row("§4.2.3, Fig. 13(b)", "detecting sharp changes lengthens the response time by about "
-            "1 %", not_attempted="sharp-change detection is built and tested "
-            "(controller/policies); no committed run of Fig. 13(b)"),
+            "1 %", not_attempted="no live run; simulated only (docs/results/paired-trace, one "
+            "run each, not a study's results.json)"),
         Row("§4.2.3, Fig. 14", "QCRD-like jobs at load 0.8: paired gang halves the mean "
-            "response of strict gang", not_attempted="no committed run of Fig. 14"),
+            "response of strict gang", S, ("wiseman2003/fig14/qcrd-halved",), note=SN),
     ),
     "Rajaei et al. 2008": (
         *(Row("§6, Fig. 5", "gang's makespan is always below lookahead backfilling's",
