@@ -57,9 +57,7 @@ def test_quick_study_runs_reports_and_judges(tmp_path: Path, cal: Path) -> None:
 
     out = tmp_path / "out"
     spec = _spec(tmp_path, cal)
-    assert (
-        main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
-    )
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
     doc = json.loads((out / "results.json").read_text())
     assert doc["kind"] == "paired-scale"
     data = doc["data"]

@@ -40,8 +40,9 @@ def unwrap(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     """A paired-live results.json's own data: the envelope (testbed/experiment/results.py)
     holds one run (``result``) or a sweep (``sweep``)."""
     if "kind" in doc and "data" in doc:
-        data = doc["data"]
-        return data.get("result") or data["sweep"]
+        data: Mapping[str, Any] = doc["data"]
+        inner: Mapping[str, Any] = data.get("result") or data["sweep"]
+        return inner
     return doc
 
 
