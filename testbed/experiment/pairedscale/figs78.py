@@ -273,6 +273,12 @@ def markdown(
         for nodes, _ in points:
             cl += [Claim(c.id + f"/{nodes}n", c.where, c.says, c.measured, c.verdict, c.why)
                    for c in claims(by_nodes_live[nodes], main)[1:2]]  # fmt: skip
+    # one live run per cell: no seed-to-seed spread, so direction only at best (claims.RULES)
+    cl = [
+        Claim(c.id, c.where, c.says, c.measured, DIRECTION, c.why + "; one live run per cell, "
+              "no spread to tell it from noise") if c.verdict == REPRODUCED else c
+        for c in cl
+    ]  # fmt: skip
     lines += ["## The paper beside ours", "", "| where | the paper says | we measured | verdict |",
               "|---|---|---|---|"]  # fmt: skip
     for c in cl:
