@@ -138,7 +138,7 @@ def claims(live: Rates, config: str) -> list[Claim]:
     g0 = _gain(live, config, 0, "compute")
     out.append(Claim("wiseman2003/fig7/mix0", "§4.1.2, Fig. 7",
                      "compute-bound jobs only: no meaningful difference (nothing to pair)",
-                     f"paired ÷ gang {g0:.2f}", verdict(True, abs(g0 - 1) <= 0.1),
+                     f"paired ÷ gang {g0:.2f}", verdict(abs(g0 - 1) <= 0.1, True),
                      "within ±10 % taken as no difference"))  # fmt: skip
     g1 = _gain(live, config, 1, "io")
     lo, hi = 4 * (1 - TOLERANCE), 4 * (1 + TOLERANCE)
