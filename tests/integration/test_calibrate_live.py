@@ -27,6 +27,7 @@ def test_short_calibration_on_a_real_cluster(root_cluster_env: Path, tmp_path: P
         duration=1.5,
         repeats=3,
         quiet_limit=100.0,  # never wait: a test must not hang on a busy host
+        sizes=(),  # the costs by gang size (--only sizes) are measured apart
     )
     lines: list[str] = []
     cal = run_calibration(cfg, say=lines.append)
