@@ -211,11 +211,17 @@ def test_paired_gang_keeps_strict_gangs_matrix(data: st.DataObject) -> None:
 
     So paired gang never has more rows (a longer round) than strict gang, and
     the band only decides who pairs (docs/policies.md, "The band").
+
+    Under FCFS and greedy admission only: backfill's reservation estimates each
+    job's end from the service it has had, and a partner running in another row's
+    quantum gets service strict gang does not give, so backfill may admit a job
+    into a hole at a different quantum (found by this test: 2 nodes, 3 rows, a
+    1-node job placed at quantum 6 by paired gang and not by strict gang).
     """
     nodes, arrivals = data.draw(workloads())
     max_slots = data.draw(st.one_of(st.none(), st.integers(min_value=1, max_value=3)))
     placement = data.draw(st.sampled_from(PLACEMENTS))
-    admission = data.draw(st.sampled_from(["fcfs", "greedy", "backfill"]))
+    admission = data.draw(st.sampled_from(["fcfs", "greedy"]))
     common = dict(max_slots=max_slots, placement=placement, admission=admission)
     strict = StrictGang(nodes, **common)  # type: ignore[arg-type]
     paired = PairedGang(
