@@ -8,8 +8,9 @@ a scheme (agent/cdc/schemes.py) into the agent's event loop:
 * arrivals the kernel reports on the duplicated sockets, and collective
   entry/exit events, are decision points for the schemes that react to them
   (DCS, IB, SB and CC-B; HYBRID);
-* at every decision point it counts one decision, and one boost conflict
-  when two or more processes had pending messages (BCR, docs/cdc.md);
+* the decision itself -- counting the decision point and a boost conflict
+  (BCR, docs/cdc.md), asking the scheme, eq. (1) -- is agent/cdc/node.py's,
+  the code the simulator drives too (testbed/sim/cdc/engine.py);
 * the boost is a CPU weight: the holder's job gets ``BOOST_WEIGHT``, every
   other job the default.
 
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent import nicproto
-from agent.cdc.erl import erl_us
+from agent.cdc.node import Counters, NodeCdc
 from agent.cdc.schemes import SCHEMES, Event, ProcView, Scheme, make_scheme
 from agent.gossip import ErlGossip
 from agent.jobs import Job
@@ -100,15 +101,6 @@ class LocalConfig:
         return cls(str(scheme), mpl, float(tick_ms) / 1e3, float(spin_us), boost, peers)
 
 
-@dataclass
-class Counters:
-    decisions: int = 0
-    conflicts: int = 0
-    boosts: int = 0  # holder changes to a process
-    ticks: int = 0
-    events: int = 0
-
-
 class Loop(Protocol):
     """The agent's selector: the local scheduler's sockets wake the agent's loop."""
 
@@ -157,14 +149,11 @@ class LocalScheduler:
         self.host = host
         self.clock = clock
         self.cfg: LocalConfig | None = None
-        self.scheme: Scheme | None = None
+        self.core: NodeCdc | None = None  # scheme, counters and ERL (agent/cdc/node.py)
         self.nic: NicServer | None = None
         self.gossip: ErlGossip | None = None
-        self.counters = Counters()
+        self._counters = Counters()  # before any scheme is set
         self.cost_switch_us: float | None = None
-        self.erl_us = 0.0
-        self.ed_us = 0.0
-        self.enp = 0
         self.holder: str | None = None
         self.boosted_job: str | None = None
         self.boost_frozen: set[str] = set()  # jobs frozen by a "freeze" boost (not the controller)
@@ -182,7 +171,27 @@ class LocalScheduler:
 
     @property
     def active(self) -> bool:
-        return self.scheme is not None
+        return self.core is not None
+
+    @property
+    def scheme(self) -> Scheme | None:
+        return self.core.scheme if self.core is not None else None
+
+    @property
+    def counters(self) -> Counters:
+        return self.core.counters if self.core is not None else self._counters
+
+    @property
+    def erl_us(self) -> float:
+        return self.core.erl_us if self.core is not None else 0.0
+
+    @property
+    def ed_us(self) -> float:
+        return self.core.ed_us if self.core is not None else 0.0
+
+    @property
+    def enp(self) -> int:
+        return self.core.enp if self.core is not None else 0
 
     # ---- configuration (the local_policy request) ----------------------------------
     def configure(self, cfg: LocalConfig) -> dict[str, Any]:
@@ -199,12 +208,14 @@ class LocalScheduler:
             self._open_nic()
         self._open_gossip(cfg)
         if self.cfg is None or self.cfg.scheme != cfg.scheme or self.cfg.mpl != cfg.mpl:
-            self.scheme = make_scheme(cfg.scheme, cfg.mpl, cfg.tick_s)
-            self.counters = Counters()
+            core = NodeCdc(make_scheme(cfg.scheme, cfg.mpl, cfg.tick_s), self.cost_switch_us or 0.0)
+            if self.core is not None:  # the node's ERL survives a change of scheme
+                core.ed_us, core.enp, core.erl_us = self.core.ed_us, self.core.enp, self.core.erl_us
+            self.core = core
             self._cpu_base = _process_cpu_s()
             self._set_holder(None)
-        elif self.scheme is not None:
-            self.scheme.tick_s = cfg.tick_s
+        elif self.core is not None:
+            self.core.scheme.tick_s = cfg.tick_s
         self.cfg = cfg
         assert self.nic is not None
         self.nic.scheme = cfg.scheme
@@ -282,7 +293,9 @@ class LocalScheduler:
         self._watch_arrivals(False)
         self._set_holder(None)
         self._thaw_competitors()  # nothing stays frozen by a boost
-        self.scheme = None
+        if self.core is not None:
+            self._counters = self.core.counters
+        self.core = None
         self.cfg = None
 
     def close(self) -> None:
@@ -364,37 +377,34 @@ class LocalScheduler:
     # ---- decisions -------------------------------------------------------------------
     def _on_event(self, key: str, event: Event) -> None:
         self.counters.events += 1
-        if self.scheme is not None and self.scheme.is_decision(event):
+        if self.core is not None and self.core.is_decision(event):
             self._decide(event, key)
 
     def _decide(self, event: Event, subject: str | None) -> None:
-        scheme, nic = self.scheme, self.nic
-        if scheme is None or nic is None:
+        core, nic = self.core, self.nic
+        if core is None or nic is None:
             return
         t0 = time.perf_counter()
         now = self.clock()
         views = nic.views(rearm=event is Event.TICK)
-        enp = sum(1 for v in views.values() if v.pending)
         if event is Event.TICK:
-            self._update_erl(views, enp, now)
-        self.counters.decisions += 1
-        if enp >= 2:
-            self.counters.conflicts += 1
-        self._set_holder(scheme.decide(now, event, subject, views))
+            self._update_erl(views, now)
+        self._set_holder(core.decide(now, event, subject, views))
         self.decision_cost_s += time.perf_counter() - t0
 
-    def _update_erl(self, views: Mapping[str, ProcView], enp: int, now: float) -> None:
-        assert self.nic is not None
+    def _update_erl(self, views: Mapping[str, ProcView], now: float) -> None:
+        assert self.nic is not None and self.core is not None
+        ed = None
         if now >= self._ed_next:
             self._ed_next = now + ED_WINDOW_S
-            self._measure_ed()
-        self.enp = enp
-        self.erl_us = erl_us(self.ed_us, enp, self.cost_switch_us or 0.0)
-        self.nic.set_erl(self.erl_us)
+            ed = self._measure_ed()
+        enp = sum(1 for v in views.values() if v.pending)
+        erl = self.core.update_erl(enp, ed)
+        self.nic.set_erl(erl)
         if self.gossip is not None:
-            self.gossip.maybe_send(self.erl_us)
+            self.gossip.maybe_send(erl)
 
-    def _measure_ed(self) -> None:
+    def _measure_ed(self) -> float | None:
         """ED: CPU time per timeslice of the registered processes (/proc/<pid>/schedstat)."""
         assert self.nic is not None
         run = slices = 0
@@ -411,15 +421,12 @@ class LocalScheduler:
                 run += r - prev[0]
                 slices += s - prev[1]
         self._ed_prev = seen
-        if slices:
-            self.ed_us = run / slices / 1e3
+        return run / slices / 1e3 if slices else None
 
     def _set_holder(self, key: str | None) -> None:
         job = None
         if key is not None and self.nic is not None and key in self.nic.procs:
             job = self.nic.job_of(key)
-        if key is not None and key != self.holder:
-            self.counters.boosts += 1
         self.holder = key
         if job == self.boosted_job:
             return

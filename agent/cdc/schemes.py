@@ -15,13 +15,14 @@ made run. See docs/cdc.md for every such choice.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
-from agent.cdc.erl import PendingMsg, erl_max_us, w_total
+from agent.cdc.erl import W_R_MAX, PendingMsg, erl_max_us, remaining_us, w_total
 
 
 class Event(StrEnum):
@@ -54,13 +55,28 @@ class Scheme(ABC):
     # Events (besides TICK) that are decision points for this scheme.
     reacts_to: ClassVar[frozenset[Event]] = frozenset()
 
-    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010, slice_s: float | None = None) -> None:
         self.mpl = mpl
         self.tick_s = tick_s
+        # T of ERL_max = MPL x T: the agents' tick (None), or the paper's 41 ms time slice
+        # where the simulator models Linux 2.4 (docs/cdc.md, "Weights").
+        self.slice_s = slice_s
         self.holder: str | None = None
 
     def is_decision(self, event: Event) -> bool:
         return event is Event.TICK or event in self.reacts_to
+
+    def tick_stable_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
+        """Until when TICK decisions on these same views repeat this one.
+
+        Called right after a TICK decision on ``procs``: every tick before
+        the returned time, with nothing in the views changed, would return
+        the same holder and leave the scheme's state as it is. The simulator
+        skips those ticks (it counts them, agent/cdc/node.py); the agent
+        decides at every tick. Default: forever (the decision depends on
+        the views only).
+        """
+        return math.inf
 
     @abstractmethod
     def decide(
@@ -97,8 +113,8 @@ class _ArrivalOrder(Scheme):
 
     reacts_to = frozenset({Event.ARRIVAL})
 
-    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
-        super().__init__(mpl, tick_s)
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010, slice_s: float | None = None) -> None:
+        super().__init__(mpl, tick_s, slice_s)
         self.queue: list[str] = []
 
     def wants_boost(self, proc: ProcView) -> bool:
@@ -149,9 +165,14 @@ class PB(Scheme):
 
     name = "pb"
 
-    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
-        super().__init__(mpl, tick_s)
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010, slice_s: float | None = None) -> None:
+        super().__init__(mpl, tick_s, slice_s)
         self.last: str | None = None
+
+    def tick_stable_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
+        """Round robin moves on at every tick while two or more processes are pending."""
+        pending = sum(1 for p in procs.values() if p.pending)
+        return now if pending >= 2 else math.inf
 
     def decide(
         self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
@@ -176,8 +197,8 @@ class Hybrid(Scheme):
     recv_wait = "block"
     reacts_to = frozenset({Event.COLL_ON, Event.COLL_OFF})
 
-    def __init__(self, mpl: int = 5, tick_s: float = 0.010) -> None:
-        super().__init__(mpl, tick_s)
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010, slice_s: float | None = None) -> None:
+        super().__init__(mpl, tick_s, slice_s)
         self.queue: list[str] = []
 
     def decide(
@@ -208,7 +229,25 @@ class _Contention(Scheme):
     """
 
     def erl_max(self) -> float:
-        return erl_max_us(self.mpl, self.tick_s * 1e6)
+        return erl_max_us(self.mpl, (self.slice_s or self.tick_s) * 1e6)
+
+    def tick_stable_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
+        """Every pending message's ERL' falls at the same rate (eq. 3), so the order of the
+        unclamped weights holds until one of them crosses 0 or 100 (eq. 4's clamp)."""
+        pending = [p for p in procs.values() if p.pending]
+        if len(pending) < 2:
+            return math.inf
+        emax = self.erl_max()
+        nf = emax / W_R_MAX
+        until = math.inf
+        for p in pending:
+            # unclamped W_r now, and its rate: 1e6 / NF per second
+            u = min(emax - remaining_us(m, now) for m in p.pending) / nf
+            if u < 0:
+                until = min(until, now + (-u) * nf / 1e6)
+            elif u < W_R_MAX:
+                until = min(until, now + (W_R_MAX - u) * nf / 1e6)
+        return until
 
     def decide(
         self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
@@ -251,11 +290,13 @@ class UnknownScheme(ValueError):
     pass
 
 
-def make_scheme(name: str, mpl: int = 5, tick_s: float = 0.010) -> Scheme:
+def make_scheme(
+    name: str, mpl: int = 5, tick_s: float = 0.010, slice_s: float | None = None
+) -> Scheme:
     try:
         cls = SCHEMES[name]
     except KeyError:
         raise UnknownScheme(
             f"unknown local scheme {name!r}; valid schemes: {', '.join(SCHEMES)}"
         ) from None
-    return cls(mpl, tick_s)
+    return cls(mpl, tick_s, slice_s)
