@@ -39,6 +39,7 @@ from apps.mp.errors import MPError
 from apps.mp.linkemu import LinkEmu
 from apps.mp.nic import NicClient, StatePage
 from apps.mp.stats import Stats
+from apps.mp.trace import Tracer
 from apps.mp.wait import WaitMode
 
 ANY_SOURCE = -1
@@ -133,6 +134,7 @@ class Comm:
         seed: int | None = None,
         listener: socket.socket | None = None,
         secret: bytes | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         if size < 1:
             raise MPError(f"job size must be at least 1, got {size}")
@@ -169,6 +171,7 @@ class Comm:
         self._in_collective = 0
         self._where = ""  # the collective being run, for error messages
         self._coll_count: dict[str, int] = {}
+        self.tracer = tracer  # apps/mp/trace.py: the simulator's message traces
 
     # ---- construction from the launcher's environment -----------------------------
     @classmethod
@@ -207,6 +210,7 @@ class Comm:
             nic_path=env.get("COSCHED_NIC_SOCK") or None,
             nic_job=env.get("COSCHED_JOB_ID", ""),
             secret=auth.secret_from_env(env),
+            tracer=Tracer.from_env(rank, size, env),
         )
         kw.update(overrides)
         return cls(**kw)
@@ -271,6 +275,8 @@ class Comm:
         self._opened = False
         self.stats.page = None
         self.page.close()
+        if self.tracer is not None:
+            self.tracer.write()
 
     def _close_sockets(self) -> None:
         for c in self._conns:
@@ -333,6 +339,8 @@ class Comm:
         for r in reqs:
             if r.is_recv and not r.md:
                 self._record_md(r, start)
+        if self.tracer is not None:
+            self.tracer.wait([(r.source, len(r.data)) for r in reqs if r.is_recv])
         return [r.data for r in reqs]
 
     # internal versions without the user-tag check (collectives use negative tags)
@@ -344,6 +352,8 @@ class Comm:
         if n > frame.MAX_SIZE:
             raise self._err(f"message of {n} bytes to rank {dest} exceeds {frame.MAX_SIZE}")
         self.stats.on_send(n)
+        if self.tracer is not None:
+            self.tracer.send(dest, n)
         if dest == self.rank:
             self.stats.on_arrival(n, self.nic.erl_us() if self.nic is not None else 0)
             self._deliver(self.rank, tag, bytes(payload))
@@ -393,6 +403,8 @@ class Comm:
         if not req.done:
             self._wait_until([req], sending=False)
         self._record_md(req, start)
+        if self.tracer is not None:
+            self.tracer.wait([(req.source, len(req.data))])
         return req.data
 
     # ---- collectives (apps/mp/collectives.py) -------------------------------------------
@@ -411,6 +423,8 @@ class Comm:
             self.page.set_collective(True)
             if self.nic is not None:
                 self.nic.collective(True)
+            if self.tracer is not None:
+                self.tracer.coll(True)
         try:
             yield
         finally:
@@ -420,6 +434,8 @@ class Comm:
                 self.page.set_collective(False)
                 if self.nic is not None:
                     self.nic.collective(False)
+                if self.tracer is not None:
+                    self.tracer.coll(False)
 
     def barrier(self, stop: bool = False) -> bool:
         """All ranks wait for each other; returns rank 0's ``stop`` on every rank."""

@@ -368,9 +368,11 @@ class AdiKernel(Kernel):
         """``steps`` ADI steps from the initial field; the 15 norms (first rhs, last rhs, error)."""
         first = None
         for _ in range(steps):
+            self.t.mark("iter")
             rhs = self.step()
             if first is None:
                 first = sum((v**2).sum(axis=(1, 2, 3)) for v in rhs.values())
+        self.t.mark("post")
         self.copy_faces()
         last = sum((self.rhs(c) ** 2).sum(axis=(1, 2, 3)) for c in self.cells)
         err = sum(((c.u - c.uex) ** 2).sum(axis=(1, 2, 3)) for c in self.cells)

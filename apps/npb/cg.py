@@ -249,6 +249,7 @@ class CG(Kernel):
         x = np.ones(self.c1 - self.c0)
         zeta = rnorm = 0.0
         for _ in range(self.niter):
+            t.mark("iter")
             x, zeta, rnorm = self._outer(x)
         err = abs(zeta - self.cls.zeta) / self.cls.zeta
         verified = err <= EPSILON if self.niter == self.cls.niter else None

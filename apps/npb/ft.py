@@ -193,6 +193,7 @@ class FT(Kernel):
         spec = self.forward(self.initial())
         sums: list[complex] = []
         for _ in range(self.niter):
+            t.mark("iter")
             spec = spec * self.twiddle
             u = self.inverse(spec)
             local = np.array([u[self.chk_idx].sum()], dtype=np.complex128)

@@ -152,8 +152,10 @@ class IS(Kernel):
         passed = 0
         mine = np.zeros(0, dtype=np.int32)
         for it in range(1, MAX_ITERATIONS + 1):
+            t.mark("iter")
             p, mine, _ = self._rank(keys, it)
             passed += p
+        t.mark("post")
         # Full verification: my keys sorted (placed by their ranks), and my lowest key not
         # below the previous rank's highest (one key to the next rank, NPB's full_verify).
         srt = np.sort(mine, kind="stable")

@@ -341,6 +341,7 @@ def run_rank(
     t.rec.hist.clear()
     t.rec.bytes_sent, t.rec.comm_s, t.rec.calls = 0, 0.0, 0
     wall0, cpu0 = time.perf_counter(), time.process_time()
+    t.mark("rep")
     reps = [k.rep(t)]
     first = time.perf_counter() - wall0
     total = args.reps
@@ -348,7 +349,9 @@ def run_rank(
         want = np.array([max(1, round(args.duration / max(first, 1e-6)))], dtype=np.int64)
         total = int(t.bcast(want, 0, "control")[0]) if t.size > 1 else int(want[0])
     while len(reps) < total:
+        t.mark("rep")
         reps.append(k.rep(t))
+    t.mark("end")
     wall = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
     mine = {

@@ -66,20 +66,29 @@ class Recorder:
 
 
 class _Timed:
-    """Context manager adding the elapsed wall time to a recorder."""
+    """Context manager adding the elapsed wall time to a recorder.
 
-    __slots__ = ("rec", "t0")
+    With a message trace on (apps/mp/trace.py) it also marks the call's
+    bounds, so the CPU between calls is recorded as the kernel's computation.
+    """
 
-    def __init__(self, rec: Recorder) -> None:
+    __slots__ = ("rec", "t0", "tracer")
+
+    def __init__(self, rec: Recorder, tracer: Any = None) -> None:
         self.rec = rec
         self.t0 = 0.0
+        self.tracer = tracer
 
     def __enter__(self) -> None:
+        if self.tracer is not None:
+            self.tracer.enter()
         self.t0 = time.perf_counter()
 
     def __exit__(self, *exc: object) -> None:
         self.rec.comm_s += time.perf_counter() - self.t0
         self.rec.calls += 1
+        if self.tracer is not None:
+            self.tracer.leave()
 
 
 class Transport(ABC):
@@ -91,7 +100,17 @@ class Transport(ABC):
     rec: Recorder
 
     def timed(self) -> _Timed:
-        return _Timed(self.rec)
+        return _Timed(self.rec, self.tracer())
+
+    def tracer(self) -> Any:
+        """The message trace being recorded (apps/mp/trace.py), or None."""
+        return None
+
+    def mark(self, label: str) -> None:
+        """Mark a point of the kernel in the message trace (an NPB iteration starts)."""
+        tr = self.tracer()
+        if tr is not None:
+            tr.mark(label)
 
     # point to point ------------------------------------------------------------------
     @abstractmethod
@@ -171,6 +190,9 @@ class OursTransport(Transport):
         self.rec = rec or Recorder()
         self.gid = gid
         self._seq = 0
+
+    def tracer(self) -> Any:
+        return getattr(self.comm, "tracer", None)
 
     def isend(self, dest: int, arr: np.ndarray, tag: int, kind: str) -> Any:
         buf = np.ascontiguousarray(arr)
