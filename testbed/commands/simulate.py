@@ -25,6 +25,8 @@ Workloads:
   as the machine
   swf:PATH          a Standard Workload Format trace (Parallel Workloads Archive semantics)
   SPEC.toml         a workload spec file (docs/simulator.md)
+  WL1 .. WL6        Yu & Byun 2011 Table 3 (NPB class A from recorded traces), for the CDC
+                    schemes: WL6:jobs=100,load=heavy | interarrival=S | job_seconds=S | at_once
 
 Several policies (comma-separated) run on exactly the same workload. --loads sweeps the
 offered load by scaling interarrival times. Results go to --out as summary.json, one CSV of
@@ -35,6 +37,8 @@ examples:
       --workload swf:../shared/traces/KTH-SP2-1996-2.1-filtered.swf
   cosched simulate --policy gang,paired-gang --workload lublin --nodes 16 --profile heterogeneous
   cosched simulate --policy paired-gang --param matching=best-fit --workload lublin --mode fluid
+  cosched simulate --policy cc-b,sb --mpl 5 --workload WL6:jobs=100,load=heavy --nodes 16 \
+      --speeds paper --fluid
 """
 
 
@@ -117,6 +121,27 @@ def add_commands(sub: Any) -> None:
         "--out", type=Path, default=Path("results/sim"), help="output folder (default results/sim)"
     )
     p.add_argument("--plot", action="store_true", help="write PNG plots")
+    cdc = p.add_argument_group("communication-driven schemes (Yu & Byun 2011; docs/simulator.md)")
+    cdc.add_argument(
+        "--mpl", type=int, default=None, help="jobs per node at most (default 5; BATCH is 1)"
+    )
+    cdc.add_argument(
+        "--speeds",
+        default="paper",
+        help="per-node speeds: paper (7 at 1, the rest at 1.8/2.8), 1,1,0.64,... or groups "
+        "7x1,9x0.643 (default paper)",
+    )
+    cdc.add_argument(
+        "--platform",
+        default="paper",
+        help="paper or testbed, with overrides: paper:decision_ms=2,latency_us=20 "
+        "(default paper: 13 us, 2 Gb/s, HZ=1000, 41 ms slices)",
+    )
+    cdc.add_argument(
+        "--fluid",
+        action="store_true",
+        help="fluid mode: detail after each change of the running set, then jump (faster)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_sweep_args(p, store=False)
     p.set_defaults(func=cmd_simulate)
@@ -203,6 +228,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         policies = [name.strip() for name in args.policy.split(",") if name.strip()]
         raw = _parse_kv(args.param)
         entries = [lookup(name) for name in policies]
+        if any(e.family == "cdc" for e in entries):
+            if not all(e.family == "cdc" for e in entries):
+                raise PolicyError(
+                    "the communication-driven schemes run in their own simulator: list only "
+                    "batch, local, dcs, pb, ib, sb, hybrid, cc-s, cc-b in one --policy"
+                )
+            return _simulate_cdc(args, [e.name for e in entries], raw)
         for key in raw:
             if not any(key in {p.name for p in e.params} for e in entries):
                 parse_params(entries[0], {key: raw[key]})  # raises with the valid list
@@ -212,15 +244,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             )
             for e in entries
         }
-        for e in entries:
-            mpl = typed[e.name].get("mpl", 1 if e.name == "batch" else 5)
-            if e.family == "cdc" and mpl != 1:
-                raise PolicyError(
-                    f"policy {e.name!r} time-shares nodes (MPL {mpl}) with the agents' local "
-                    "scheme, which the simulator has no model of; run it live "
-                    "(`cosched controller start --policy "
-                    f"{e.name}`), or simulate batch or {e.name} with --param mpl=1"
-                )
         loads = [float(x) for x in args.loads.split(",")] if args.loads else [args.load]
     except (PolicyError, ValueError) as exc:
         # policies are pure and know nothing of CoschedError: wrap here
@@ -431,3 +454,91 @@ class _LateBar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _simulate_cdc(args: argparse.Namespace, schemes: list[str], raw: dict[str, str]) -> int:
+    """The CDC schemes on Yu & Byun's workloads (testbed/sim/cdc/, docs/simulator.md)."""
+    import json
+
+    from testbed.sim.cdc.platform import PlatformError, parse_platform, parse_speeds
+    from testbed.sim.cdc.run import run_cdc
+    from testbed.sim.cdc.workload import WorkloadError, parse_workload
+    from testbed.sweep import RunSpec, SweepOptions, run_sweep
+
+    mpl = args.mpl if args.mpl is not None else int(raw.pop("mpl", 5))
+    if mpl < 1:
+        raise SimulateError(f"--mpl {mpl}: the multiprogramming level must be >= 1 (1..64)")
+    if mpl > 64:
+        raise SimulateError(f"--mpl {mpl}: at most 64 (what the agents accept)")
+    unknown = sorted(set(raw) - {"mpl"})
+    if unknown:
+        raise SimulateError(
+            f"--param {unknown[0]}: the simulated schemes take --mpl, --speeds and --platform "
+            "(e.g. --platform paper:spin_us=150)"
+        )
+    nodes = args.nodes if args.nodes is not None else 16
+    if nodes < 1:
+        raise SimulateError(f"--nodes must be >= 1, got {nodes}")
+    try:
+        platform = parse_platform(args.platform)
+        parse_speeds(args.speeds, nodes)
+        wl = parse_workload(args.workload)
+    except (PlatformError, WorkloadError) as exc:
+        raise SimulateError(str(exc)) from None
+    fluid = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
+    specs = [
+        RunSpec(
+            "simulate-cdc",
+            {
+                "scheme": name,
+                "mpl": 1 if name == "batch" else mpl,
+                "workload": args.workload,
+                "nodes": nodes,
+                "speeds": args.speeds,
+                "platform": args.platform,
+                "fluid": fluid if args.fluid else None,
+            },
+            args.seed,
+            run_cdc,
+        )
+        for name in schemes
+    ]
+    out = run_sweep(specs, SweepOptions(progress=not args.quiet and sys.stderr.isatty()))
+    for failure in out.failed:
+        raise SimulateError(f"{failure.spec.params['scheme']}: {failure.error}")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot create --out {args.out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+    print(
+        f"workload: {wl.describe()}; nodes {nodes} (speeds {args.speeds}); platform "
+        f"{platform.name} (decisions every {platform.decision_ms:g} ms); "
+        f"{'fluid' if args.fluid else 'exact'}"
+    )
+    print(
+        f"{'scheme':<8}{'MPL':>4}{'jobs':>6}{'response s':>12}{'wait s':>10}{'exec s':>10}"
+        f"{'wait %':>8}{'BCR':>8}{'MD ms':>9}{'decisions':>12}{'sim s':>8}"
+    )
+
+    def f(v: float | None, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    for spec, res in zip(specs, out.results, strict=True):
+        assert res is not None
+        name = str(spec.params["scheme"])
+        ws = res["wait_share"]
+        md = res["md_s"]
+        print(
+            f"{name:<8}{res['mpl']:>4}{res['done']:>6}{f(res['response_s'], '.2f'):>12}"
+            f"{f(res['wait_s'], '.2f'):>10}{f(res['execution_s'], '.2f'):>10}"
+            f"{f(None if ws is None else 100 * ws, '.1f'):>8}{f(res['bcr'], '.3f'):>8}"
+            f"{f(None if md is None else md * 1e3, '.3f'):>9}{res['decisions']:>12}"
+            f"{res['wall_s']:>8.1f}"
+        )
+        (args.out / f"summary-{name}.json").write_text(
+            json.dumps({"params": dict(spec.params), "seed": spec.seed, **res}, indent=1) + "\n"
+        )
+    print(f"results in {args.out}/")
+    return 0

@@ -36,6 +36,19 @@ coscheduling"). What is modelled:
 Ticks at which nothing the scheme looks at has changed are not evaluated but
 counted (``tick_stable_until``; ``exact_ticks`` evaluates every one, and the
 tests check both give the same run).
+
+**Fluid mode** (``fluid=Fluid(...)``, for jobs of a minute and more): after
+each change of the running set (a job starts or ends) the processes are
+simulated in detail for ``settle_s``, then each job's progress (iterations
+of its program per second) and every counter's rate are measured over
+``measure_s``; the run then jumps ahead to just before the next arrival or
+the earliest predicted completion (leaving ``tail_s`` of each job to run in
+detail): every job loses from the end of its program the iterations it would
+have run meanwhile, the counters gain their rates times the jump, and the
+clock of arrivals and job times moves on by the jump. Between changes of the
+running set, rates are what they were in the window (the assumption of
+Feitelson & Rudolph's appendix the gang simulator's fluid mode makes too,
+docs/simulator.md); the tests compare fluid runs with exact ones.
 """
 
 from __future__ import annotations
@@ -67,9 +80,26 @@ GOSSIP_PERIOD_S = 0.1  # ... or every 100 ms
 # process states
 COMPUTE, SPIN, BLOCK, DONE, NEW = 0, 1, 2, 3, 4
 # event kinds
-EV_CPU, EV_WAIT, EV_WAKE, EV_ONSET, EV_ARRIVAL, EV_TICK, EV_COLL, EV_SUBMIT, EV_START = range(9)
+(EV_CPU, EV_WAIT, EV_WAKE, EV_ONSET, EV_ARRIVAL, EV_TICK, EV_COLL, EV_SUBMIT, EV_START,
+ EV_FLUID) = range(10)  # fmt: skip
 # at one instant: arrivals become pending first, then processes run, then the schemes decide
-_PRIORITY = (1, 1, 1, 0, 2, 2, 2, 1, 1)
+_PRIORITY = (1, 1, 1, 0, 2, 2, 2, 1, 1, 3)
+
+
+@dataclass(frozen=True)
+class Fluid:
+    """Fluid mode's windows (module docstring), seconds of simulated time."""
+
+    settle_s: float = 0.5
+    measure_s: float = 1.0
+    tail_s: float = 1.0
+    min_jump_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if min(self.settle_s, self.measure_s, self.tail_s, self.min_jump_s) < 0 or not (
+            self.measure_s > 0
+        ):
+            raise ValueError("fluid windows must be >= 0 s and measure_s > 0")
 
 
 class SimError(RuntimeError):
@@ -142,7 +172,7 @@ class CdcResult:
 
 
 class _Job:
-    __slots__ = ("left", "procs", "res", "spec")
+    __slots__ = ("credit", "left", "mark", "procs", "res", "spec")
 
     def __init__(self, spec: SimJobSpec) -> None:
         self.spec = spec
@@ -151,6 +181,8 @@ class _Job:
         )
         self.procs: list[_Proc] = []
         self.left = 0
+        self.credit = 0.0  # fluid: iterations run in jumps but not yet taken off the program
+        self.mark = 0.0  # fluid: iterations done at the start of the measuring window
 
 
 class _Proc:
@@ -160,6 +192,7 @@ class _Proc:
         "cpu",
         "extra",
         "in_coll",
+        "iters",
         "job",
         "key",
         "missing",
@@ -190,7 +223,11 @@ class _Proc:
         self.rank = rank
         self.node = node
         self.key = f"{job.spec.job_id}/{rank}"
-        self.segs = job.spec.program.ranks[rank].segments
+        prog = job.spec.program.ranks[rank]
+        # mutable: fluid jumps take iterations off the end
+        self.segs: list[list[Any]] = [[st, n, b] for (st, n), b in zip(
+            prog.segments, prog.body or (True,) * len(prog.segments), strict=False)]  # fmt: skip
+        self.iters = 0  # body iterations completed (fluid mode's measure of progress)
         self.seg = 0
         self.rep = 0
         self.step = 0
@@ -301,6 +338,8 @@ class CdcSim:
         seed: int = 1,
         exact_ticks: bool = False,
         progress: Callable[[int], None] | None = None,
+        fluid: Fluid | None = None,
+        tick_phase: float | None = None,
     ) -> None:
         if mpl < 1:
             raise ValueError(f"MPL must be >= 1, got {mpl}")
@@ -317,7 +356,9 @@ class CdcSim:
         for i, sp in enumerate(speeds):
             sch = make_scheme(scheme, self.mpl, T, slice_s)
             cdc = NodeCdc(sch, platform.context_switch_us)
-            self.nodes.append(_Node(i, sp * (1.0 - platform.agent_cpu), cdc, rng.random() * T))
+            # each agent's ticks run on their own phase (a test may fix it)
+            phase = rng.random() * T if tick_phase is None else tick_phase
+            self.nodes.append(_Node(i, sp * (1.0 - platform.agent_cpu), cdc, phase))
         probe = self.nodes[0].cdc.scheme
         self.recv_wait = probe.recv_wait
         self.on_arrival = Event.ARRIVAL in probe.reacts_to
@@ -348,6 +389,14 @@ class CdcSim:
         self.gossip = platform.erl_exchange == "gossip"
         self.erl_sum = 0.0
         self.erl_n = 0
+        self.fluid = fluid
+        self.offset = 0.0  # fluid: how far the arrivals' clock is ahead of the processes'
+        self.fluid_ver = 0
+        self.jumps = 0
+        self.jumped_s = 0.0
+        self._order: list[_Job] = []  # jobs by arrival
+        self._next_arrival = 0
+        self._snap: dict[str, Any] = {}
 
     # ---- the event queue ------------------------------------------------------------
     def _push(self, t: float, kind: int, obj: Any, ver: int = 0) -> None:
@@ -365,7 +414,9 @@ class CdcSim:
                 )
             j = _Job(spec)
             self.jobs[spec.job_id] = j
-            self._push(spec.submit, EV_SUBMIT, j)
+            self._order.append(j)
+        self._order.sort(key=lambda j: (j.spec.submit, j.spec.job_id))
+        self._push_arrival()
         heap = self.heap
         pop = heapq.heappop
         handlers = (
@@ -378,6 +429,7 @@ class CdcSim:
             self._ev_coll,
             self._ev_submit,
             self._ev_start,
+            self._ev_fluid,
         )
         n = len(jobs)
         events = 0
@@ -433,7 +485,17 @@ class CdcSim:
         return res
 
     # ---- jobs ---------------------------------------------------------------------------
-    def _ev_submit(self, t: float, job: _Job, _v: int) -> None:
+    def _push_arrival(self) -> None:
+        """Queue the next arrival (at its time on the processes' clock)."""
+        if self._next_arrival < len(self._order):
+            j = self._order[self._next_arrival]
+            self._push(max(self.now, j.spec.submit - self.offset), EV_SUBMIT, j, self.jumps)
+
+    def _ev_submit(self, t: float, job: _Job, ver: int) -> None:
+        if ver != self.jumps:
+            return  # queued before a fluid jump moved the clock
+        self._next_arrival += 1
+        self._push_arrival()
         self.policy.submit(JobRequest(job.spec.job_id, job.spec.program.size, 0.0), t)
         self._place(t)
 
@@ -441,7 +503,7 @@ class CdcSim:
         for req in self.policy.schedule(t):
             job = self.jobs[req.job_id]
             nodes = self.policy.placement(req.job_id) or ()
-            job.res.start = t
+            job.res.start = t + self.offset
             job.res.nodes = tuple(nodes)
             job.procs = [_Proc(job, r, self.nodes[n]) for r, n in enumerate(nodes)]
             job.left = len(job.procs)
@@ -452,6 +514,149 @@ class CdcSim:
                 nd.by_key[p.key] = p
                 nd.view_ver += 1
             self._push(t + self.p.launch_s, EV_START, job)
+            self._changed(t)
+
+    # ---- fluid mode ------------------------------------------------------------------------
+    def _changed(self, t: float) -> None:
+        """The running set changed: settle, then measure (fluid mode)."""
+        if self.fluid is None:
+            return
+        self.fluid_ver += 1
+        self._push(t + self.fluid.settle_s, EV_FLUID, None, self.fluid_ver * 2)
+
+    def _running_jobs(self) -> list[_Job]:
+        return [j for j in self.jobs.values() if j.procs and j.left and not math.isnan(j.res.start)]
+
+    @staticmethod
+    def _iterations(j: _Job) -> float:
+        """Iterations of its program the job has run (mean over ranks, with the fraction of
+        the current one)."""
+        tot = 0.0
+        for p in j.procs:
+            tot += p.iters
+            if p.seg < len(p.segs) and p.segs[p.seg][2]:
+                tot += p.step / len(p.steps)
+        return tot / len(j.procs)
+
+    def _ev_fluid(self, t: float, _obj: Any, ver: int) -> None:
+        assert self.fluid is not None
+        if ver // 2 != self.fluid_ver:
+            return
+        if ver % 2 == 0:  # settled: start measuring
+            for j in self._running_jobs():
+                j.mark = self._iterations(j)
+            self._snap = self._counters()
+            self._snap["t"] = t
+            self._push(t + self.fluid.measure_s, EV_FLUID, None, ver + 1)
+            return
+        self._jump(t)
+
+    def _counters(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nodes": []}
+        for nd in self.nodes:
+            self._account(nd, self.now)
+            if nd.running is not None:
+                self._charge(nd, self.now)
+            c = nd.cdc.counters
+            out["nodes"].append(
+                (
+                    c.decisions,
+                    c.conflicts,
+                    c.boosts,
+                    c.ticks,
+                    nd.md_count,
+                    nd.md_sum,
+                    nd.busy,
+                    nd.switches,
+                    nd.decisions_eval,
+                )
+            )
+        out["cpu"] = {p: p.cpu for j in self._running_jobs() for p in j.procs}
+        return out
+
+    def _jump(self, t: float) -> None:
+        """Measured: take the coming stretch in one step (module docstring)."""
+        assert self.fluid is not None
+        f = self.fluid
+        w = t - self._snap["t"]
+        jobs = self._running_jobs()
+        if w <= 0 or not jobs:
+            return
+        rates: dict[_Job, float] = {}
+        horizon = INF
+        if self._next_arrival < len(self._order):
+            horizon = self._order[self._next_arrival].spec.submit - self.offset - t
+        for j in jobs:
+            r = (self._iterations(j) - j.mark) / w
+            if r <= 0:
+                return  # a job made no progress: stay in detail
+            rates[j] = r
+            left = self._removable(j)
+            horizon = min(horizon, left / r - f.tail_s)
+        if horizon < f.min_jump_s:
+            return
+        d = horizon
+        for j, r in rates.items():
+            j.credit += r * d
+            n = int(j.credit)
+            if n:
+                n = self._remove(j, n)
+                j.credit -= n
+        now = self._counters()
+        k = d / w
+        for nd, a, b in zip(self.nodes, self._snap["nodes"], now["nodes"], strict=True):
+            c = nd.cdc.counters
+            c.decisions += round((b[0] - a[0]) * k)
+            c.conflicts += round((b[1] - a[1]) * k)
+            c.boosts += round((b[2] - a[2]) * k)
+            c.ticks += round((b[3] - a[3]) * k)
+            nd.md_count += round((b[4] - a[4]) * k)
+            nd.md_sum += (b[5] - a[5]) * k
+            nd.busy += (b[6] - a[6]) * k
+            nd.switches += round((b[7] - a[7]) * k)
+        for p, cpu in now["cpu"].items():
+            p.cpu += (cpu - self._snap["cpu"].get(p, cpu)) * k
+        self.offset += d
+        self.jumps += 1
+        self.jumped_s += d
+        self._push_arrival()  # the next arrival is nearer now
+
+    @staticmethod
+    def _removable(j: _Job) -> float:
+        """Iterations of the job's program no rank has begun (what a jump may take)."""
+        first = max(p.seg for p in j.procs)
+        left = 0.0
+        p0 = j.procs[0]
+        for i in range(first, len(p0.segs)):
+            _st, n, body = p0.segs[i]
+            if not body:
+                continue
+            if i == first:
+                n -= 1 + max(p.rep for p in j.procs if p.seg == first)
+            left += max(0, n)
+        return left
+
+    @staticmethod
+    def _remove(j: _Job, n: int) -> int:
+        """Take up to ``n`` iterations off the end of every rank's program; how many were."""
+        first = max(p.seg for p in j.procs)
+        started = 1 + max(p.rep for p in j.procs if p.seg == first)
+        done = 0
+        nsegs = len(j.procs[0].segs)
+        for i in range(nsegs - 1, first - 1, -1):
+            if done >= n:
+                break
+            seg0 = j.procs[0].segs[i]
+            if not seg0[2]:
+                continue
+            avail = seg0[1] - (started if i == first else 0)
+            m = min(n - done, avail)
+            if m <= 0:
+                continue
+            for p in j.procs:
+                p.segs[i][1] -= m
+            done += m
+        return done
 
     def _ev_start(self, t: float, job: _Job, _v: int) -> None:
         for p in job.procs:
@@ -486,8 +691,9 @@ class CdcSim:
         if nd.holder is p:
             nd.holder = None
         if job.left == 0:
-            job.res.end = t
+            job.res.end = t + self.offset
             self.done_jobs += 1
+            self._changed(t)
             self.policy.finish(job.spec.job_id, t)
             if self.progress is not None:
                 self.progress(1)
@@ -507,6 +713,8 @@ class CdcSim:
             return True
         p.step = 0
         p.rep += 1
+        if p.segs[p.seg][2]:
+            p.iters += 1
         if p.rep < p.segs[p.seg][1]:
             return True
         p.rep = 0
