@@ -19,7 +19,7 @@ from agent.plan import WAIT_MODES
 from agent.uts import own_hostname
 from common.addr import addr_arg
 from common.addr import parse_addr as _parse_addr
-from common.errors import CoschedError
+from common.errors import CoschedError, UsageError
 from common.exits import report
 from common.keys import daemon_owners, read_key
 from common.names import JOB_OUTPUT_DIR, METRICS_PORT
@@ -83,6 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
         " process of the job's cgroup, as Rajaei et al. 2008 does (docs/cluster.md, 'Switch "
         "mechanisms')",
     )
+    p.add_argument(
+        "--decision-interval-ms",
+        type=float,
+        default=10.0,
+        metavar="MS",
+        help="how often a local CDC scheme decides (its tick) when the controller does not say;"
+        " 0.1..1000 ms (default 10; `cosched cluster up --decision-interval-ms`)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -101,6 +109,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agent.local import MIN_TICK_MS
+
+    if not MIN_TICK_MS <= args.decision_interval_ms <= 1000.0:
+        raise UsageError(
+            f"--decision-interval-ms {args.decision_interval_ms:g} is outside "
+            f"{MIN_TICK_MS:g}..1000 ms",
+            fix="give the local schemes' tick in ms, e.g. 1, 2, 5 or 10",
+        )
     if args.hostname:
         own_hostname(args.hostname)  # before any thread or job: they inherit it
     cfg = AgentConfig(
@@ -118,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         freeze_timeout=args.freeze_timeout,
         tt_wait=args.tt_wait,
         switch=args.switch,
+        decision_interval_ms=args.decision_interval_ms,
     )
 
     def on_term(signum: int, frame: FrameType | None) -> None:

@@ -57,6 +57,9 @@ class LocalControl(Protocol):
 
     def configure(self, cfg: LocalConfig) -> dict[str, Any]: ...
 
+    @property
+    def default_tick_ms(self) -> float: ...
+
 
 class Node(Protocol):
     """The agent as its handlers see it (agent/daemon.py ``Agent``): what they read, and
@@ -199,7 +202,7 @@ class AgentAPI:
     def _on_local_policy(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]]:
         self._check_node(msg)
         try:
-            cfg = LocalConfig.from_request(msg.data)
+            cfg = LocalConfig.from_request(msg.data, self.agent.local.default_tick_ms)
             return wire.OK, self.agent.local.configure(cfg)
         except LocalPolicyError as e:
             raise Refused("bad_request", str(e)) from None

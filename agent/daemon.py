@@ -91,6 +91,7 @@ class AgentConfig:
     )
     switch: str = "freezer"  # "freezer" or "signals" (SIGSTOP/SIGCONT, agent/signals.py)
     io_device: bool = True  # the node's shared I/O device (agent/iodevice.py)
+    decision_interval_ms: float = 10.0  # a local scheme's tick unless the controller sets one
 
 
 class Agent:
@@ -144,6 +145,7 @@ class Agent:
                 jobs=self.jobs,
                 loop=self.sel,
                 cgroups=self.driver,
+                default_tick_ms=config.decision_interval_ms,
             )
         )
         self.api = AgentAPI(self)

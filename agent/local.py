@@ -63,23 +63,34 @@ class LocalPolicyError(ValueError):
     pass
 
 
+#: The shortest decision interval an agent takes (ms); below it a Python loop only burns CPU.
+MIN_TICK_MS = 0.1
+DEFAULT_TICK_MS = 10.0
+
+
 @dataclass(frozen=True)
 class LocalConfig:
     scheme: str
     mpl: int = 5
-    tick_s: float = 0.010
+    tick_s: float = DEFAULT_TICK_MS / 1e3
     spin_us: float = 150.0
     boost: str = "weight"
     peers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def from_request(cls, d: Mapping[str, Any]) -> LocalConfig:
+    def from_request(
+        cls, d: Mapping[str, Any], default_tick_ms: float = DEFAULT_TICK_MS
+    ) -> LocalConfig:
+        """From a ``local_policy`` request; without ``tick_ms`` the node's own decision
+        interval (the agent's ``--decision-interval-ms``, set by ``cosched cluster up``)."""
         scheme = d.get("scheme")
         if scheme not in SCHEMES and scheme != "none":
             raise LocalPolicyError(
                 f"unknown local scheme {scheme!r}; valid schemes: none, {', '.join(SCHEMES)}"
             )
-        mpl, tick_ms = d.get("mpl", 5), d.get("tick_ms", 10.0)
+        mpl, tick_ms = d.get("mpl", 5), d.get("tick_ms")
+        if tick_ms is None:
+            tick_ms = default_tick_ms
         spin_us, boost, peers = (
             d.get("spin_us", 150.0),
             d.get("boost", "weight"),
@@ -87,8 +98,15 @@ class LocalConfig:
         )
         if not isinstance(mpl, int) or isinstance(mpl, bool) or not 1 <= mpl <= 64:
             raise LocalPolicyError(f"mpl must be an integer in 1..64, got {mpl!r}")
-        if not isinstance(tick_ms, int | float) or not 1.0 <= tick_ms <= 1000.0:
-            raise LocalPolicyError(f"tick_ms must be in 1..1000, got {tick_ms!r}")
+        if (
+            isinstance(tick_ms, bool)
+            or not isinstance(tick_ms, int | float)
+            or not MIN_TICK_MS <= tick_ms <= 1000.0
+        ):
+            raise LocalPolicyError(
+                f"tick_ms (the decision interval) must be in {MIN_TICK_MS:g}..1000 ms, got "
+                f"{tick_ms!r}"
+            )
         if not isinstance(spin_us, int | float) or not 0 <= spin_us <= 1e6:
             raise LocalPolicyError(f"spin_us must be in 0..1e6, got {spin_us!r}")
         if boost not in BOOSTS:
@@ -134,6 +152,7 @@ class LocalHost:
     jobs: Mapping[str, Job]
     loop: Loop
     cgroups: JobGroups
+    default_tick_ms: float = DEFAULT_TICK_MS  # the node's decision interval (cluster option)
 
 
 class _Tag:
@@ -172,6 +191,10 @@ class LocalScheduler:
     @property
     def active(self) -> bool:
         return self.core is not None
+
+    @property
+    def default_tick_ms(self) -> float:
+        return self.host.default_tick_ms
 
     @property
     def scheme(self) -> Scheme | None:

@@ -123,7 +123,8 @@ def _flags() -> tuple[Flag, ...]:
             {
                 "default": None,
                 "metavar": "MS",
-                "help": "agents' decision period of the local scheme, ms (default 10)",
+                "help": "agents' decision period of the local scheme, ms (default: the cluster's "
+                "decision interval, `cosched cluster up --decision-interval-ms`, 10 if not set)",
             },
         ),
         Flag(

@@ -50,15 +50,17 @@ class LocalSchemes:
     def request(self, node: str, scheme: LocalScheme | str, mpl: int = 1) -> dict[str, Any]:
         """The ``local_policy`` request for ``node``: scheme, MPL, settings, every peer."""
         sch = scheme if isinstance(scheme, LocalScheme) else LocalScheme(scheme)
-        return {
+        req: dict[str, Any] = {
             "node": node,
             "scheme": sch.name,
             "mpl": mpl,
-            "tick_ms": sch.tick_ms,
             "spin_us": sch.spin_us,
             "boost": sch.boost,
             "peers": scheme_peers(self.nodes),
         }
+        if sch.tick_ms is not None:  # else each agent decides at its own interval
+            req["tick_ms"] = sch.tick_ms
+        return req
 
     def tell(self, node: str, data: dict[str, Any], hello: Mapping[str, Any]) -> None:
         """Send ``data`` as the node's local_policy; a refusal is logged once per node.

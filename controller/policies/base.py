@@ -101,13 +101,14 @@ class LocalScheme:
     """The local scheduling scheme the agents run under a space-sharing policy.
 
     ``name`` is a row of Yu & Byun 2011 Table 1 (docs/cdc.md); ``tick_ms`` the
-    agents' decision period, ``spin_us`` the spin time of spin-block,
+    agents' decision period (None: each agent's own, the cluster's decision
+    interval), ``spin_us`` the spin time of spin-block,
     ``boost`` how a boost is enforced (``weight`` or ``freeze``). The policy
     only carries these to the agents (the ``local_policy`` request).
     """
 
     name: str
-    tick_ms: float = 10.0
+    tick_ms: float | None = None
     spin_us: float = 150.0
     boost: str = "weight"
 

@@ -51,7 +51,12 @@ class SpaceShare(SpaceSharePolicy):
     name = "spaceshare"
     PARAMS: tuple[ParamSpec, ...] = (
         ParamSpec("mpl", int, DEFAULT_MPL, "jobs per node at most (multiprogramming level)"),
-        ParamSpec("tick_ms", float, 10.0, "agents' decision period, ms"),
+        ParamSpec(
+            "tick_ms",
+            float,
+            None,
+            "agents' decision period, ms (none: the cluster's decision interval, 10 by default)",
+        ),
         ParamSpec("spin_us", float, 150.0, "spin time before blocking (sb), us"),
         ParamSpec("boost", str, "weight", "how agents enforce a boost", BOOSTS),
     )
@@ -62,7 +67,7 @@ class SpaceShare(SpaceSharePolicy):
         mpl: int = DEFAULT_MPL,
         *,
         scheme: str = "local",
-        tick_ms: float = 10.0,
+        tick_ms: float | None = None,
         spin_us: float = 150.0,
         boost: str = "weight",
     ) -> None:
@@ -75,13 +80,16 @@ class SpaceShare(SpaceSharePolicy):
                 f"policy 'batch' is space sharing only (Yu & Byun 2011 §2.1): its MPL is 1, got "
                 f"{mpl!r}"
             )
-        if not 1.0 <= tick_ms <= 1000.0:  # what the agents accept (agent/local.py)
-            raise PolicyError(f"tick_ms must be in 1..1000 ms, got {tick_ms!r}")
+        if tick_ms is not None and not 0.1 <= tick_ms <= 1000.0:  # what agents accept (local.py)
+            raise PolicyError(
+                f"tick_ms (the decision interval) must be in 0.1..1000 ms, got {tick_ms!r}"
+            )
         if not spin_us >= 0:
             raise PolicyError(f"spin_us must be >= 0, got {spin_us!r}")
         if boost not in BOOSTS:
             raise PolicyError(f"boost must be one of {', '.join(BOOSTS)}, got {boost!r}")
-        super().__init__(nodes, mpl, LocalScheme(scheme, float(tick_ms), float(spin_us), boost))
+        tick = None if tick_ms is None else float(tick_ms)
+        super().__init__(nodes, mpl, LocalScheme(scheme, tick, float(spin_us), boost))
         self.name = scheme
         self._queue: deque[JobRequest] = deque()
         self._queued: set[int] = set()

@@ -43,8 +43,14 @@ def agent_command(
     metrics_port: int = METRICS_PORT,
     cgroup_version: str = "auto",
     switch: str = "freezer",
+    decision_interval_ms: float | None = None,
 ) -> list[str]:
     """The command line that starts one node's agent. The single place to adjust flags."""
+    extra = (
+        []
+        if decision_interval_ms is None
+        else ["--decision-interval-ms", f"{decision_interval_ms:g}"]
+    )
     return python_argv(
         "agent",
         "--node",
@@ -63,6 +69,7 @@ def agent_command(
         switch,
         "--hostname",  # its own name: jobs (MPI's runtime) can tell the nodes apart
         node,
+        *extra,
         python=python,
     )
 

@@ -79,6 +79,7 @@ from .shaping import (
 from .state import AgentRecord, ClusterState
 
 REQUIRED_FEATURES = ("netns", "veth", "bridge", "htb")
+MIN_DECISION_MS = 0.1  # as agent/local.py's MIN_TICK_MS
 AGENT_LEAF = "agent"
 
 
@@ -102,6 +103,9 @@ class ClusterConfig:
     # Every node (and a head node) boots Debian with systemd as PID 1 (testbed/cluster/
     # nspawn.py); implies ssh and no agents from here: the playbook deploys them.
     systemd: bool = False
+    speeds: tuple[float, ...] | None = None  # per node, of cpus_per_node (testbed/cluster/cpu.py)
+    # how often the agents' local CDC schemes decide unless a controller says (None: 10 ms)
+    decision_interval_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,19 @@ def build_plan(config: ClusterConfig, cores: list[int], cgroup_base: str = "") -
         raise ValueError(f"{config.nodes} nodes do not fit the subnets {addrs.to_dict()}")
     addrs.validate(config.nodes)
     cpu = cpu_mod.plan_cpu(
-        config.nodes, config.cpus_per_node, cores, config.cpu_mechanism, config.cfs_period_us
+        config.nodes,
+        config.cpus_per_node,
+        cores,
+        config.cpu_mechanism,
+        config.cfs_period_us,
+        config.speeds,
     )
+    d = config.decision_interval_ms
+    if d is not None and not MIN_DECISION_MS <= d <= 1000.0:
+        raise ValueError(
+            f"--decision-interval-ms {d:g} is outside {MIN_DECISION_MS:g}..1000 ms: the agents' "
+            "tick, e.g. 1, 2, 5 or 10"
+        )
     nodes = []
     for i in range(config.nodes):
         name = node_name(i)
@@ -369,6 +384,7 @@ def up(config: ClusterConfig, env: Env | None = None) -> ClusterState:
         cpu=plan.cpu.to_dict(),
         features=features,
         cgroup_layout=cg.layout.to_dict(),
+        decision_interval_ms=config.decision_interval_ms,
     )
     if tree is not None:
         st.systemd = {
@@ -508,6 +524,7 @@ def _create(
                 python=config.python,
                 cgroup_version="v2" if cg.layout.mode == "v2" else "auto",
                 switch=config.switch,
+                decision_interval_ms=config.decision_interval_ms,
             )
             procs = cg.procs_files(n.agent_cgroup)
             log = os.path.join(sdir, f"agent-{n.name}.log")
@@ -744,6 +761,9 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         entry["tc_bridge"] = _tc(env, DATA_NETNS, n["data_port"], present)
         if cpu_plan is not None and cg is not None:
             entry["cpu"] = cpu_mod.read_back(cg, cpu_plan, n["cgroup"])
+            if cpu_plan.speeds:  # what the quota read back stands for
+                i = len(nodes)
+                entry["cpu"] += f" (speed {cpu_plan.speeds[i]:g})"
         rec = agents.get(n["name"])
         if rec is None and st.systemd:
             entry["agent"] = "not started here: the playbook deploys it as a systemd unit"
@@ -764,6 +784,8 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
         "netem": st.netem,
         "cpu_mechanism": st.cpu.get("mechanism", "none"),
         "cpus_per_node": st.cpu.get("cpus_per_node"),
+        "speeds": st.cpu.get("speeds"),
+        "decision_interval_ms": st.decision_interval_ms,
         "rt_runtime_us_per_node": st.cpu.get("rt_runtime_us_per_node"),
         "cgroups": cg.layout.describe() if cg is not None else "unknown",
         "weights_enforced": cg.capabilities.weights_enforced if cg is not None else None,
@@ -871,7 +893,15 @@ def format_status(report: dict[str, Any]) -> str:
         ),
         f"cpu capacity: {report['cpu_mechanism']}"
         + (f" ({report['cpus_per_node']:g} CPUs/node)" if report["cpus_per_node"] else "")
+        + (
+            f", speeds {','.join(f'{s:g}' for s in report['speeds'])}"
+            if report.get("speeds")
+            else ""
+        )
         + f"; real-time budget per node: {_rt(report.get('rt_runtime_us_per_node'))}",
+        "agents' decision interval (local CDC schemes): "
+        + f"{report.get('decision_interval_ms') or 10:g} ms"
+        + ("" if report.get("decision_interval_ms") else " (default)"),
         f"cgroups: {report.get('cgroups')}"
         + ("" if report.get("weights_enforced") is not False else " (job weights NOT enforced)"),
         f"controller (host) address: {report['host_ctl_ip']} on {HOST_CTL_IF}",

@@ -10,6 +10,9 @@
   stall; the coscheduling quanta are tens of ms). Platform measurement:
   quota 2500/10000 gives 0.249 CPU.
 * not given: no limit (mechanism ``"none"``).
+* ``--speeds s0,s1,...`` (heterogeneous nodes, Yu & Byun 2011 §5.1's 2.8 and
+  1.8 GHz machines): node i gets ``F * s_i`` of a CPU, always by CFS
+  bandwidth (a quota per node; cpuset can only give whole or shared cores).
 
 ``mechanism="shared"`` (``--cpu-mechanism shared``) picks instead, for
 ``F = 1/k``, a cpuset of one core shared by ``k`` nodes with equal shares and
@@ -53,20 +56,24 @@ class CpuPlan:
     mechanism: CpuMechanism
     cpus_per_node: float | None
     per_node: tuple[NodeCpu, ...]
+    speeds: tuple[float, ...] | None = None  # per node, of cpus_per_node (heterogeneous)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "mechanism": self.mechanism,
             "cpus_per_node": self.cpus_per_node,
             "per_node": [asdict(n) for n in self.per_node],
+            "speeds": list(self.speeds) if self.speeds is not None else None,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CpuPlan:
+        sp = d.get("speeds")
         return cls(
             mechanism=d["mechanism"],
             cpus_per_node=d.get("cpus_per_node"),
             per_node=tuple(NodeCpu(**n) for n in d.get("per_node", [])),
+            speeds=tuple(float(x) for x in sp) if sp else None,
         )
 
     def describe(self, index: int) -> str:
@@ -77,12 +84,39 @@ class CpuPlan:
             return f"cpuset cpus={n.cpus}"
         if self.mechanism == "shared":
             return f"cpuset cpus={n.cpus} shared by {round(1 / (self.cpus_per_node or 1))} nodes"
-        return f"cfs quota={n.quota_us}us period={n.period_us}us"
+        speed = f" (speed {self.speeds[index]:g})" if self.speeds else ""
+        return f"cfs quota={n.quota_us}us period={n.period_us}us{speed}"
 
 
 def cpu_list(cpus: list[int]) -> str:
     """Format CPU numbers the way cpuset.cpus wants them: ``[0,1,2,5] -> "0-2,5"``."""
     return format_cpu_list(cpus)
+
+
+def parse_speeds(text: str, nodes: int) -> tuple[float, ...]:
+    """``--speeds``: ``1,1,0.643,0.643``, groups ``2x1,2x0.643``, or ``paper`` (Yu & Byun's
+    7 fast nodes at 1 and the rest at 1.8/2.8). ValueError naming what is wrong."""
+    s = text.strip()
+    if s == "paper":
+        fast = min(7, nodes)
+        return (1.0,) * fast + (1.8 / 2.8,) * (nodes - fast)
+    out: list[float] = []
+    for part in filter(None, (x.strip() for x in s.split(","))):
+        n, sep, v = part.partition("x")
+        try:
+            out += [float(v)] * int(n) if sep else [float(part)]
+        except ValueError:
+            raise ValueError(
+                f"--speeds {text!r}: give one speed per node (e.g. 1,1,0.643,0.643), "
+                "NxSPEED groups or paper"
+            ) from None
+    if len(out) != nodes:
+        raise ValueError(
+            f"--speeds gives {len(out)} speeds for {nodes} nodes: give exactly one per node"
+        )
+    if any(not math.isfinite(v) or not 0 < v <= 1 for v in out):
+        raise ValueError(f"--speeds {text!r}: each speed is a share of --cpus-per-node, in (0, 1]")
+    return tuple(out)
 
 
 def plan_cpu(
@@ -91,13 +125,17 @@ def plan_cpu(
     cores: list[int],
     mechanism: str = "auto",
     period_us: int = CFS_PERIOD_US,
+    speeds: tuple[float, ...] | None = None,
 ) -> CpuPlan:
     """Decide the mechanism and per-node limits. Raises ValueError on bad input.
 
     ``period_us`` is the CFS period (default 10 ms). A shorter one (down to the
     kernel's 1 ms) bounds how long a waking task waits while its node is
-    throttled: at most ``(1 - F) * period``.
+    throttled: at most ``(1 - F) * period``. ``speeds`` (one per node, in
+    (0, 1]) make node i's capacity ``F * speeds[i]``, by CFS bandwidth.
     """
+    if speeds is not None:
+        return _plan_speeds(nodes, cpus_per_node, cores, mechanism, period_us, speeds)
     if not 1_000 <= period_us <= 1_000_000:
         raise ValueError(f"--cfs-period-us must be in 1000..1000000, got {period_us}")
     if mechanism not in MECHANISMS:
@@ -142,6 +180,35 @@ def plan_cpu(
         )
     per = tuple(NodeCpu(quota_us=quota, period_us=period_us) for _ in range(nodes))
     return CpuPlan("cfs", f, per)
+
+
+def _plan_speeds(
+    nodes: int,
+    cpus_per_node: float | None,
+    cores: list[int],
+    mechanism: str,
+    period_us: int,
+    speeds: tuple[float, ...],
+) -> CpuPlan:
+    if cpus_per_node is None:
+        raise ValueError("--speeds needs --cpus-per-node F (node i gets F x speed_i of a CPU)")
+    if mechanism not in ("auto", "cfs"):
+        raise ValueError(
+            f"--speeds needs CPU bandwidth limits: --cpu-mechanism cfs or auto, not {mechanism}"
+        )
+    if len(speeds) != nodes:
+        raise ValueError(f"--speeds gives {len(speeds)} speeds for {nodes} nodes")
+    base = plan_cpu(nodes, cpus_per_node, cores, "cfs", period_us)
+    per = []
+    for s in speeds:
+        quota = round(float(cpus_per_node) * s * period_us)
+        if quota < MIN_QUOTA_US:
+            raise ValueError(
+                f"--speeds {s:g} x --cpus-per-node {cpus_per_node:g} with a {period_us} us period "
+                f"is below the CFS minimum quota of {MIN_QUOTA_US} us: raise --cfs-period-us"
+            )
+        per.append(NodeCpu(quota_us=quota, period_us=period_us))
+    return CpuPlan("cfs", base.cpus_per_node, tuple(per), tuple(speeds))
 
 
 def controllers_for(plan: CpuPlan) -> tuple[str, ...]:

@@ -73,6 +73,8 @@ class ClusterState:
     # ``up --systemd`` (testbed/cluster/nspawn.py): the root file system, the head node,
     # the containers (ContainerRecord.to_dict()) and the run directories nspawn made.
     systemd: dict[str, Any] | None = None
+    # ``up --decision-interval-ms``: the agents' local-scheme tick (None: their default, 10 ms)
+    decision_interval_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

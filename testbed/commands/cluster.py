@@ -15,6 +15,7 @@ from typing import Any
 
 from testbed.cluster import clean as clean_mod
 from testbed.cluster import cluster as cluster_mod
+from testbed.cluster import cpu as cpu_mod
 from testbed.cluster.errors import ClusterError
 from testbed.cluster.names import DEFAULT_CTL_SUBNET, DEFAULT_DATA_SUBNET, MAX_NODES, AddressPlan
 from testbed.cluster.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, parse_profile
@@ -114,6 +115,22 @@ def add_commands(subparsers: Any) -> None:
         metavar="US",
         help="CFS bandwidth period in microseconds (default 10000; 1000..1000000). Shorter "
         "bounds how long a waking task waits while its node is throttled",
+    )
+    up.add_argument(
+        "--speeds",
+        default=None,
+        metavar="S0,S1,...",
+        help="heterogeneous nodes: node i gets --cpus-per-node x S_i of a CPU by CFS bandwidth"
+        " (one speed per node in (0, 1], NxS groups, or paper: 7 at 1 and the rest at 1.8/2.8,"
+        " Yu & Byun 2011 §5.1)",
+    )
+    up.add_argument(
+        "--decision-interval-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="how often the agents' local CDC schemes decide (their tick), 0.1..1000 ms, unless"
+        " the controller sets one (default 10; Yu & Byun's kernel decided every ~1 ms)",
     )
     up.add_argument(
         "--cgroup",
@@ -252,6 +269,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         profile = parse_profile(args.link)
         addrs = AddressPlan.build(args.data_subnet, args.control_subnet, args.host_ip)
+        speeds = None if args.speeds is None else cpu_mod.parse_speeds(args.speeds, args.nodes)
     except ValueError as err:
         raise ClusterError(str(err), fix="see `cosched cluster up --help`") from None
     config = cluster_mod.ClusterConfig(
@@ -265,6 +283,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         cgroup=args.cgroup,
         switch=args.switch,
         ssh=args.ssh or args.systemd,
+        speeds=speeds,
+        decision_interval_ms=args.decision_interval_ms,
         systemd=args.systemd,
     )
     env = cluster_mod.Env()

@@ -338,12 +338,18 @@ def test_config_validation() -> None:
     for bad in (
         {"scheme": "x"},
         {"scheme": "dcs", "mpl": 0},
-        {"scheme": "dcs", "tick_ms": 0.1},
+        {"scheme": "dcs", "tick_ms": 0.05},
+        {"scheme": "dcs", "tick_ms": True},
         {"scheme": "dcs", "boost": "magic"},
         {"scheme": "dcs", "peers": {"n": 1}},
     ):
         with pytest.raises(LocalPolicyError):
             LocalConfig.from_request(bad)
+    # no tick_ms: the node's own decision interval (the cluster's option)
+    assert LocalConfig.from_request({"scheme": "dcs"}, default_tick_ms=2.0).tick_s == 0.002
+    assert LocalConfig.from_request({"scheme": "dcs", "tick_ms": 0.1}).tick_s == pytest.approx(1e-4)
+    with pytest.raises(LocalPolicyError, match=r"decision interval\) must be in 0.1..1000 ms"):
+        LocalConfig.from_request({"scheme": "dcs", "tick_ms": 0.01})
 
 
 def test_gossip_frames_authenticate() -> None:

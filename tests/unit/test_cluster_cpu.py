@@ -124,3 +124,37 @@ def test_cfs_period_is_configurable_within_kernel_limits() -> None:
         cpu.plan_cpu(4, 0.5, [0, 1], "cfs", period_us=1000)
     with pytest.raises(ValueError, match=r"1000\.\.1000000"):
         cpu.plan_cpu(4, 0.5, [0, 1], "cfs", period_us=500)
+
+
+def test_speeds_give_each_node_its_share_by_cfs_bandwidth() -> None:
+    """Heterogeneous nodes (Yu & Byun 2011 §5.1): node i gets F x speed_i of a CPU."""
+    speeds = cpu.parse_speeds("2x1,2x0.643", 4)
+    assert speeds == (1.0, 1.0, 0.643, 0.643)
+    plan = cpu.plan_cpu(4, 0.5, [0, 1], speeds=speeds)
+    assert plan.mechanism == "cfs" and plan.speeds == speeds
+    assert [n.quota_us for n in plan.per_node] == [5000, 5000, 3215, 3215]
+    assert "speed 0.643" in plan.describe(3)
+    assert cpu.CpuPlan.from_dict(plan.to_dict()) == plan
+    assert cpu.parse_speeds("paper", 16) == (1.0,) * 7 + (1.8 / 2.8,) * 9
+
+
+@pytest.mark.parametrize(
+    ("text", "nodes", "msg"),
+    [
+        ("1,1,1", 4, "gives 3 speeds for 4 nodes"),
+        ("1,x", 2, "give one speed per node"),
+        ("1,1.5", 2, r"in \(0, 1\]"),
+    ],
+)
+def test_bad_speeds_are_one_line(text: str, nodes: int, msg: str) -> None:
+    with pytest.raises(ValueError, match=msg):
+        cpu.parse_speeds(text, nodes)
+
+
+def test_speeds_need_a_capacity_and_bandwidth_limits() -> None:
+    with pytest.raises(ValueError, match="needs --cpus-per-node"):
+        cpu.plan_cpu(2, None, [0, 1], speeds=(1.0, 0.5))
+    with pytest.raises(ValueError, match="--cpu-mechanism cfs or auto, not shared"):
+        cpu.plan_cpu(2, 0.5, [0, 1], "shared", speeds=(1.0, 0.5))
+    with pytest.raises(ValueError, match="below the CFS minimum quota"):
+        cpu.plan_cpu(2, 0.1, [0, 1], speeds=(1.0, 0.5))

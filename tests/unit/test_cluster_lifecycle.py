@@ -368,3 +368,29 @@ def test_frozen_task_in_every_hierarchy_is_thawed_before_any_kill(
         assert clean_mod.clean(env).problems == []
     assert 99 in fs.killed
     assert_pristine(env)
+
+
+def test_speeds_and_decision_interval_reach_nodes_agents_and_status(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    st = cl.up(config(2, cpus_per_node=0.5, speeds=(1.0, 0.643), decision_interval_ms=2.0), env)
+    fs = env.cg_fs
+    assert isinstance(fs, FakeCgroupFS)
+    assert fs.knob("cpu", "cosched/n0", "cpu.cfs_quota_us") == "5000"
+    assert fs.knob("cpu", "cosched/n1", "cpu.cfs_quota_us") == "3215"
+    for a in st.agents:
+        i = a.cmd.index("--decision-interval-ms")
+        assert a.cmd[i + 1] == "2"
+    report = cl.status(env, probe=False)
+    assert report is not None and report["speeds"] == [1.0, 0.643]
+    text = cl.format_status(report)
+    assert "speeds 1,0.643" in text and "decision interval (local CDC schemes): 2 ms" in text
+    assert "speed 0.643" in text
+    cl.down(env)
+    assert_pristine(env)
+
+
+def test_decision_interval_below_a_tenth_of_a_ms_is_refused(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    with pytest.raises(ClusterError, match=r"--decision-interval-ms 0.05 is outside 0.1..1000"):
+        cl.up(config(2, decision_interval_ms=0.05), env)
+    assert_pristine(env)

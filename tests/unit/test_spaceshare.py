@@ -137,7 +137,7 @@ def test_unknown_policy_is_one_line_listing_the_valid_ones() -> None:
     [
         ({"mpl": 0}, "mpl must be a whole number >= 1"),
         ({"mpl": 65}, "mpl must be at most 64"),
-        ({"tick_ms": 0.5}, "tick_ms must be in 1..1000 ms"),
+        ({"tick_ms": 0.05}, r"tick_ms \(the decision interval\) must be in 0.1..1000 ms"),
         ({"spin_us": -1.0}, "spin_us must be >= 0"),
         ({"boost": "nice"}, "boost must be one of weight, freeze"),
     ],
