@@ -97,10 +97,10 @@ def drive_sim(scheme: str, steps: list) -> tuple[list[str | None], dict, float]:
         nd.npend = sum(1 for v in views.values() if v.pending)
         if ev is Event.TICK:
             tick += 1
-            nd.acct_k = 10**9  # the script's ticks are the ticks: nothing to count between
+            nd.acct_k, nd.acct_next = 10**9, float("inf")  # the script's ticks: none between
             sim._decide(nd, t, ev, None, tick=tick)
         elif nd.cdc.is_decision(ev):
-            nd.acct_k = 10**9
+            nd.acct_k, nd.acct_next = 10**9, float("inf")
             nd.cdc.counters.events += 1
             sim._decide(nd, t, ev, procs[subject or KEYS[0]])
         else:

@@ -257,6 +257,7 @@ class _Proc:
 class _Node:
     __slots__ = (
         "acct_k",
+        "acct_next",
         "busy",
         "by_key",
         "cdc",
@@ -305,6 +306,7 @@ class _Node:
         self.ver = 0
         self.npend = 0
         self.acct_k = -1  # ticks up to this index are counted
+        self.acct_next = phase  # the time of tick acct_k + 1
         self.tick_k = -1  # index of the scheduled tick evaluation (-1: none)
         self.out_free = 0.0
         self.in_free = 0.0
@@ -988,6 +990,7 @@ class CdcSim:
             return
         self._account_to(nd, k - 1)
         nd.acct_k = k
+        nd.acct_next = nd.phase + (k + 1) * self.T
         self._decide(nd, t, Event.TICK, None, tick=k)
 
     # ---- decisions ---------------------------------------------------------------------------
@@ -1006,10 +1009,12 @@ class CdcSim:
         if k > nd.acct_k:
             nd.cdc.skip_ticks(k - nd.acct_k, nd.npend)
             nd.acct_k = k
+            nd.acct_next = nd.phase + (k + 1) * self.T
 
     def _account(self, nd: _Node, t: float) -> None:
         """Count the ticks up to ``t`` that were not evaluated (their outcome repeated)."""
-        self._account_to(nd, self._tick_before(nd, t))
+        if t > nd.acct_next:  # else no tick strictly before t is uncounted
+            self._account_to(nd, self._tick_before(nd, t))
 
     def _dirty(self, nd: _Node, t: float) -> None:
         """Something a decision looks at changed: evaluate the next tick."""
@@ -1017,7 +1022,9 @@ class CdcSim:
         if not self.ticks_matter and not self.uses_erl:
             return
         # the first tick not yet counted at or after t (a tick at t itself comes after this)
-        k = max(self._tick_before(nd, t) + 1, nd.acct_k + 1)
+        k = nd.acct_k + 1
+        if t > nd.acct_next:
+            k = max(self._tick_before(nd, t) + 1, k)
         if nd.tick_k == -1 or nd.tick_k > k:
             nd.tick_k = k
             self._push(nd.phase + k * self.T, EV_TICK, nd, k)
