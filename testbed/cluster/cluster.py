@@ -748,7 +748,7 @@ def status(env: Env | None = None, probe: bool = True) -> dict[str, Any] | None:
     cpu_plan = cpu_mod.CpuPlan.from_dict(st.cpu) if st.cpu else None
     cg = env.cgroups(layout=Layout.from_dict(st.cgroup_layout)) if st.cgroup_layout else None
     agents = {a.node: a for a in st.agents}
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for n in st.nodes:
         entry: dict[str, Any] = {
             "name": n["name"],

@@ -560,7 +560,8 @@ def markdown(result: StreamResult) -> str:
         f"`{spec.get('link')}`, delay mechanism **{cl.get('delay_mechanism', '?')}**, CPU per "
         f"node {spec.get('cpus_per_node')} ({(cl.get('cpu') or {}).get('mechanism', '?')}), "
         f"cgroups {cl.get('cgroups', '?')}; controller quantum {spec.get('quantum')} s, agents' "
-        f"tick {spec.get('tick_ms')} ms, SB spin {spec.get('spin_us')} µs, boost "
+        f"tick {spec.get('tick_ms') or spec.get('decision_interval_ms') or 10.0} ms, SB spin "
+        f"{spec.get('spin_us')} µs, boost "
         f"{spec.get('boost')}.",
         f"Each run: {spec.get('jobs')} jobs from seed {spec.get('seed')} (the same stream for "
         f"every scheme, MPL and load), each about {spec.get('job_seconds')} s alone (the "

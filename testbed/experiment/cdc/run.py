@@ -235,8 +235,6 @@ def _cdc_snapshot(agents: _Agents) -> dict[str, dict[str, Any] | None]:
 
 def _controller_args(spec: StreamSpec, scheme: str, mpl: int) -> list[str]:
     args = [
-        "--tick-ms",
-        f"{spec.tick_ms:g}",
         "--spin-us",
         f"{spec.spin_us:g}",
         "--boost",
@@ -244,6 +242,8 @@ def _controller_args(spec: StreamSpec, scheme: str, mpl: int) -> list[str]:
     ]
     if scheme != "batch":
         args += ["--mpl", str(mpl)]
+    if spec.tick_ms is not None:  # else the agents decide at the cluster's interval
+        args += ["--tick-ms", f"{spec.tick_ms:g}"]
     return args
 
 

@@ -162,7 +162,7 @@ class StreamSpec:
     cfs_period_us: int
     cgroup: str
     quantum: float
-    tick_ms: float
+    tick_ms: float | None  # None: the cluster's decision interval (the agents' own tick)
     spin_us: float
     boost: str
     drain_timeout: float
@@ -173,6 +173,8 @@ class StreamSpec:
     program: str = "synthetic"  # "npb": run the real kernels (apps/npb) instead
     npb_class: str = "S"
     reps_job_seconds: float = 0.0  # the job_seconds npb_reps were chosen for (0: job_seconds)
+    speeds: tuple[float, ...] | None = None  # [cluster] speeds: heterogeneous nodes
+    decision_interval_ms: float | None = None  # [cluster]: the agents' tick
 
     def npb_size(self, app: str, paper_size: int) -> int:
         """The kernel's allowed rank count nearest to the scaled size (ties: the larger),
@@ -298,6 +300,8 @@ class StreamSpec:
             "cpu_mechanism": self.cpu_mechanism,
             "quantum": self.quantum,
             "tick_ms": self.tick_ms,
+            "speeds": list(self.speeds) if self.speeds else None,
+            "decision_interval_ms": self.decision_interval_ms,
             "spin_us": self.spin_us,
             "boost": self.boost,
         }
@@ -489,6 +493,20 @@ def _app(name: str, t: Table) -> App:
     )
 
 
+def _speeds(cl: Table, nodes: int) -> tuple[float, ...] | None:
+    """[cluster] speeds: a list or testbed/cluster/cpu.py's text form, one per node."""
+    from testbed.cluster.cpu import parse_speeds
+
+    if not cl.has("speeds"):
+        return None
+    raw = cl.data["speeds"]
+    text = ",".join(str(x) for x in raw) if isinstance(raw, list) else str(raw)
+    try:
+        return parse_speeds(text, nodes)
+    except ValueError as e:
+        raise cl.error("speeds", str(e)) from None
+
+
 def load_stream_spec(doc: Table) -> StreamSpec:
     """A ``cdc-live`` spec (experiments/cdc-policies.toml): every problem one line."""
     exp = doc.table("experiment", required=True)
@@ -539,8 +557,10 @@ def load_stream_spec(doc: Table) -> StreamSpec:
                 )
             if npb_class not in KERNELS[a.name].classes:
                 raise exp.error("npb_class", f"{a.name} has no class {npb_class!r}")
-    cl.only({"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"})
+    cl.only({"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup",
+             "speeds", "decision_interval_ms"})  # fmt: skip
     cpus = cl.number("cpus_per_node", None, above=0) if cl.has("cpus_per_node") else None
+    nodes = cl.integer("nodes", 4, minimum=1)
     ctl.only({"quantum", "tick_ms", "spin_us", "boost"})
     quick.only(_QUICK)
     spec = StreamSpec(
@@ -557,14 +577,15 @@ def load_stream_spec(doc: Table) -> StreamSpec:
         paper_nodes=mapping.integer("paper_nodes", 16, minimum=1),
         min_ranks=mapping.integer("min_ranks", 2, minimum=1),
         apps=apps,
-        nodes=cl.integer("nodes", 4, minimum=1),
+        nodes=nodes,
         link=cl.text("link", "myrinet"),
         cpus_per_node=cpus,
         cpu_mechanism=cl.text("cpu_mechanism", "auto"),
         cfs_period_us=cl.integer("cfs_period_us", 10_000, minimum=1),
         cgroup=cl.text("cgroup", "auto", choices=("auto", "v1", "v2")),
         quantum=ctl.number("quantum", 0.1, minimum=0.01),
-        tick_ms=ctl.number("tick_ms", 10.0, above=0),
+        # None: the controller leaves the tick to the cluster's agents
+        tick_ms=ctl.number("tick_ms", None, above=0) if ctl.has("tick_ms") else None,
         spin_us=ctl.number("spin_us", 150.0, minimum=0),
         boost=ctl.text("boost", "weight", choices=BOOSTS),
         drain_timeout=exp.number("drain_timeout", 900.0, above=0),
@@ -573,6 +594,12 @@ def load_stream_spec(doc: Table) -> StreamSpec:
         workload=workload,
         program=program,
         npb_class=npb_class,
+        speeds=_speeds(cl, nodes),
+        decision_interval_ms=(
+            cl.number("decision_interval_ms", None, minimum=0.1)
+            if cl.has("decision_interval_ms")
+            else None
+        ),
     )
     # the [quick] table's values must have the types and names of the keys they replace
     quick.items("schemes", str, [], choices=SCHEMES)

@@ -104,6 +104,9 @@ def local_cluster(
                     cfs_period_us=spec.cfs_period_us,
                     cgroup=spec.cgroup,
                     switch=switch,
+                    # heterogeneous nodes and the agents' tick, where a spec has them (CDC)
+                    speeds=getattr(spec, "speeds", None),
+                    decision_interval_ms=getattr(spec, "decision_interval_ms", None),
                 ),
                 env,
             )
