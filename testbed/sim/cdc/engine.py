@@ -216,6 +216,7 @@ class _Proc:
         "wait_start",
         "wait_ver",
         "waiting",
+        "work",
     )
 
     def __init__(self, job: _Job, rank: int, node: _Node) -> None:
@@ -227,7 +228,8 @@ class _Proc:
         # mutable: fluid jumps take iterations off the end
         self.segs: list[list[Any]] = [[st, n, b] for (st, n), b in zip(
             prog.segments, prog.body or (True,) * len(prog.segments), strict=False)]  # fmt: skip
-        self.iters = 0  # body iterations completed (fluid mode's measure of progress)
+        self.iters = 0  # body iterations completed
+        self.work = 0.0  # compute done, s at speed 1 (fluid mode's measure of progress)
         self.seg = 0
         self.rep = 0
         self.step = 0
@@ -531,13 +533,22 @@ class CdcSim:
 
     @staticmethod
     def _iterations(j: _Job) -> float:
-        """Iterations of its program the job has run (mean over ranks, with the fraction of
-        the current one)."""
+        """How far the job has got, in iterations of its program: each rank's compute done
+        over the compute of one iteration (iterations counted where they compute nothing),
+        mean over the ranks."""
         tot = 0.0
         for p in j.procs:
-            tot += p.iters
-            if p.seg < len(p.segs) and p.segs[p.seg][2]:
-                tot += p.step / len(p.steps)
+            per = 0.0
+            for st, _n, body in p.segs:
+                if body:
+                    per = sum(x[0] for x in st)
+                    break
+            if per > 0:
+                tot += p.work / per
+            else:
+                tot += p.iters
+                if p.seg < len(p.segs) and p.segs[p.seg][2]:
+                    tot += p.step / len(p.steps)
         return tot / len(j.procs)
 
     def _ev_fluid(self, t: float, _obj: Any, ver: int) -> None:
@@ -590,11 +601,14 @@ class CdcSim:
             horizon = self._order[self._next_arrival].spec.submit - self.offset - t
         for j in jobs:
             r = (self._iterations(j) - j.mark) / w
-            if r <= 0:
-                return  # a job made no progress: stay in detail
-            rates[j] = r
-            left = self._removable(j)
-            horizon = min(horizon, left / r - f.tail_s)
+            if r <= 0 and w < 3 * f.measure_s:
+                # no progress: measure longer before believing it (a job starved by a
+                # boost for a second may run the next)
+                self._push(t + f.measure_s, EV_FLUID, None, self.fluid_ver * 2 + 1)
+                return
+            rates[j] = max(0.0, r)
+            if r > 0:
+                horizon = min(horizon, self._removable(j) / r - f.tail_s)
         if horizon < f.min_jump_s:
             return
         d = horizon
@@ -732,6 +746,7 @@ class CdcSim:
         """The current step's compute is done: send, wait, go on while nothing blocks."""
         while True:
             st = p.steps[p.step]
+            p.work += st[0]
             flags = st[4]
             if flags & COLL_ON and not p.in_coll:
                 p.in_coll = True
