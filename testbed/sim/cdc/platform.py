@@ -8,10 +8,12 @@ Two presets:
   of 41 ms (ERL_max = MPL × 41 ms), SB's 150 µs spin time, boosts decided in
   the kernel at once (no agent delay, no agent CPU), the ERL piggybacked in
   message headers;
-* ``testbed`` -- our local cluster, with the figures measured on it
-  (docs/results/cdc-sim-vs-live/): the library's per-message CPU, the
+* ``testbed`` -- our local cluster: the library's per-message CPU, the
   agent's decision delay and CPU, the ERL exchanged by gossip, CFS-like
-  slices.
+  slices. Its figures are first estimates from what docs/cdc.md records
+  (round trips of benchmarks/comm.py, an agent wake-up of
+  benchmarks/nic_cost.py, agent/switchcost.py's switch); the validation
+  against live runs (docs/simulator.md) is where they are to be measured.
 
 Every field can be overridden (``--platform paper:decision_ms=2``). Bad
 values are one line naming the field and what it accepts.
@@ -126,25 +128,25 @@ def check_platform(p: Platform) -> None:
 
 PAPER = Platform()
 
-#: Our local cluster; the figures are measured by the validation study
-#: (docs/results/cdc-sim-vs-live/, "platform") and may be overridden there.
+#: Our local cluster: first estimates (module docstring), each beside its source.
 TESTBED = Platform(
     name="testbed",
-    latency_us=30.0,  # userspace-held 7 µs (myrinet profile) + loopback TCP through Python
-    bandwidth_gbps=1.5,  # what the library moves over the 2 Gb/s HTB class
+    latency_us=20.0,  # the myrinet profile's 7 µs, held by the library, + half of the
+    # 26 µs 8-byte round trip between two cluster nodes (docs/cdc.md, "Measured" (a))
+    bandwidth_gbps=1.5,  # below the 2 Gb/s HTB class: Python copies (docs/cdc.md (b))
     context_switch_us=3.0,  # agent/switchcost.py on this VM: 2-3 µs
     decision_ms=10.0,  # the agents' default tick
-    slice_ms=3.0,  # CFS: sched_latency / nr_running with its minimum granularity
+    slice_ms=3.0,  # CFS: sched_latency / nr_running, at least its minimum granularity
     erl_slice_ms=0.0,  # the agents use their tick as T (docs/cdc.md, "Weights")
     spin_us=150.0,
-    wake_us=40.0,  # a blocked Python rank back from poll()
-    agent_delay_us=120.0,  # the agent's wake-up and decision (benchmarks/nic_cost.py)
-    agent_cpu=0.01,
-    send_cpu_us=6.0,
-    recv_cpu_us=8.0,
+    wake_us=35.0,  # block costs ~70 µs more per round trip than spin (docs/cdc.md (c))
+    agent_delay_us=120.0,  # one agent wake-up, 90-130 µs (benchmarks/nic_cost.py)
+    agent_cpu=0.01,  # a 10 ms tick alone: 1-1.5 % of a core (docs/cdc.md)
+    send_cpu_us=5.0,  # the library's work per message, either side
+    recv_cpu_us=5.0,
     copy_ns_per_byte=0.5,
     wakeup_granularity_ms=1.0,
-    launch_s=0.4,
+    launch_s=0.4,  # a rank's interpreter start, imports and mesh
     erl_exchange="gossip",
 )
 
