@@ -32,7 +32,7 @@ def test_workload_specs() -> None:
     assert wl.apps == ("bt", "sp", "ft", "is", "cg") and wl.interarrival == 70.27
     assert parse_workload("wl5:jobs=50,at_once").at_once
     for bad, what in (
-        ("WL7", "Table 3 has WL1"),
+        ("WL7", "Table 3.s workloads WL1"),
         ("WL6:load=medium", "valid loads: heavy, light"),
         ("WL6:jobs=x", "jobs='x' is not a number"),
         ("WL6:color=red", "valid keys: jobs, load"),
@@ -102,7 +102,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["--mpl", "0"], "--mpl 0: the multiprogramming level must be >= 1"),
         (["--speeds", "1,1,1"], "--speeds gives 3 node speeds for 16 nodes"),
         (["--platform", "paper:decision_ms=0.01"], "decision interval 0.01 is outside 0.1..1000"),
-        (["--workload", "WL9"], "Table 3 has WL1, WL2"),
+        (["--workload", "WL9"], "workloads WL1, WL2"),
     ],
 )
 def test_simulate_bad_input_is_one_line(

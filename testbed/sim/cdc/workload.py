@@ -84,7 +84,8 @@ def parse_workload(spec: str) -> PaperWorkload:
     name = name.strip().upper()
     if name not in WORKLOADS:
         raise WorkloadError(
-            f"workload {spec!r}: unknown; Yu & Byun 2011 Table 3 has {', '.join(WORKLOADS)}"
+            f"workload {spec!r}: the CDC schemes run Yu & Byun 2011 Table 3's workloads "
+            f"{', '.join(WORKLOADS)} (e.g. WL6:jobs=100,load=heavy)"
         )
     wl = PaperWorkload(name)
     for part in filter(None, (x.strip() for x in rest.split(","))):
