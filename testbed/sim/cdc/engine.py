@@ -1301,6 +1301,8 @@ class CdcSim:
             end = start + max(0.0, p.remaining) / nd.speed
         elif p.state == SPIN:
             end = p.spin_until if p.spin_until > start else start  # spun out while off the CPU
+            if p.missing == 0 and p.waiting and p.wait_last < p.spin_until:
+                end = INF  # its messages come before the spin is over (EV_WAIT)
         else:
             self._reschedule(nd, t)
             return
