@@ -540,5 +540,9 @@ def _simulate_cdc(args: argparse.Namespace, schemes: list[str], raw: dict[str, s
         (args.out / f"summary-{name}.json").write_text(
             json.dumps({"params": dict(spec.params), "seed": spec.seed, **res}, indent=1) + "\n"
         )
+        rows = ["job_id,app,size,submit,start,end,wait,response"]
+        for jid, app, size, sub, start, end in res["per_job"]:
+            rows.append(f"{jid},{app},{size},{sub},{start},{end},{start - sub:.6f},{end - sub:.6f}")
+        (args.out / f"jobs-{name}.csv").write_text("\n".join(rows) + "\n")
     print(f"results in {args.out}/")
     return 0

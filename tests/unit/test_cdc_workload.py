@@ -125,6 +125,8 @@ def test_simulate_runs_the_schemes(capsys: pytest.CaptureFixture[str], tmp_path:
     summary = json.loads((tmp_path / "summary-cc-b.json").read_text())
     assert summary["mpl"] == 3 and summary["done"] == 3
     assert json.loads((tmp_path / "summary-batch.json").read_text())["mpl"] == 1
+    rows = (tmp_path / "jobs-cc-b.csv").read_text().splitlines()
+    assert rows[0].startswith("job_id,app,size") and len(rows) == 4
 
 
 def test_a_recorded_trace_replays_with_every_message_matched(tmp_path: Path) -> None:
