@@ -155,3 +155,24 @@ def test_a_recorded_trace_replays_with_every_message_matched(tmp_path: Path) -> 
     # and it runs to completion in the simulator
     res = CdcSim("cc-b", 1, [1.0, 1.0], PAPER).run([SimJobSpec(0, 0.0, prog)])
     assert res.jobs[0].execution > prog.ranks[0].cpu_s() * 0.99
+
+
+def test_a_live_job_stream_runs_in_the_simulator() -> None:
+    """The same stream live and simulated: experiments/cdc-policies.toml's quick jobs."""
+    import tomllib
+
+    from testbed.experiment.streams import job_stream, load_stream_spec
+    from testbed.sim.cdc.platform import TESTBED
+    from testbed.sim.cdc.workload import synthetic_stream
+
+    path = REPO / "experiments" / "cdc-policies.toml"
+    spec = load_stream_spec(tomllib.loads(path.read_text()), path).quick_version()
+    live = job_stream(spec, "heavy")
+    jobs = synthetic_stream(live)
+    assert [j.submit for j in jobs] == [j.arrival_s for j in live]
+    assert [j.program.size for j in jobs] == [j.size for j in live]
+    speeds = [0.5 * s for s in (spec.speeds or (1.0,) * spec.nodes)]
+    res = CdcSim("cc-b", 5, speeds, TESTBED).run(jobs)
+    for j, lj in zip(sorted(res.jobs, key=lambda j: j.job_id), live, strict=True):
+        # compute alone takes iterations x compute_ms on a node of 0.5 CPU or slower
+        assert j.execution >= lj.iterations * lj.compute_ms / 1e3 / 0.5

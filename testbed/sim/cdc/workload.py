@@ -29,10 +29,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 from testbed.sim.cdc.engine import CdcSim, SimJobSpec
 from testbed.sim.cdc.platform import Platform
-from testbed.sim.cdc.program import JobProgram
+from testbed.sim.cdc.program import JobProgram, synthetic
 from testbed.sim.cdc.traces import TABLE3_RANKS, TraceError, available, npb_program
 
 #: Yu & Byun 2011 Table 3.
@@ -221,3 +222,16 @@ def offered_load(entries: Sequence[StreamEntry], alone: dict[tuple[str, int], fl
     if span <= 0 or math.isinf(span):
         return math.nan
     return sum(alone[(e.app, e.size)] * e.size for e in entries) / (nodes * span)
+
+
+def synthetic_stream(entries: Sequence[Any]) -> list[SimJobSpec]:
+    """A live job stream's jobs (testbed/experiment/streams.py ``StreamJob``: the synthetic
+    program's parameters and arrival times) as the simulator's, for running the same stream
+    live and simulated."""
+    out = []
+    for j in entries:
+        m = j.message
+        rounds = 0 if m.comm == "none" else int(j.comm_rounds)
+        prog = synthetic(j.size, j.compute_ms / 1e3, m.comm, int(m.nbytes), rounds, j.iterations)
+        out.append(SimJobSpec(int(j.index), float(j.arrival_s), prog, f"{j.index:03d}-{j.app}"))
+    return out
