@@ -120,3 +120,15 @@ def test_a_live_run_and_its_simulated_twin() -> None:
     bad = dict(live, spec=dict(live["spec"], seed=1))
     with pytest.raises(validate.ValidateError, match="seed/jobs"):
         validate.simulate(bad, spec, "testbed")
+
+
+def test_experiment_run_quick_writes_the_report(tmp_path: Path) -> None:
+    """`cosched experiment run experiments/cdc-paper-scale.toml --quick` (CI's run)."""
+    from testbed.cli import main
+
+    assert main(["experiment", "run", str(SPEC), "--quick", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["kind"] == "cdc-paper-scale"
+    assert {r["scheme"] for r in doc["rows"]} == {"sb", "cc-b"}
+    assert all(r["jobs"] == 2 and r["seeds"] == [1] for r in doc["rows"])
+    assert "one seed: no verdict" in (tmp_path / "report.md").read_text()

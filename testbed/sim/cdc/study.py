@@ -70,7 +70,7 @@ def load_spec(path: Path) -> Study:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise StudyError(f"{path}: {e}") from None
-    st = raw.get("study", {})
+    st = raw.get("cdc", {})
     parts = []
     for p in raw.get("parts", []):
         schemes = tuple(p.get("schemes", SCHEMES))
@@ -212,12 +212,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--loads", help="comma-separated loads (default the spec's)")
     ap.add_argument("--seeds", help="comma-separated seeds (default the spec's)")
     ap.add_argument("--report-only", action="store_true", help="rebuild the report, run nothing")
+    ap.add_argument("--quick", action="store_true", help="2 jobs, SB and CC-B, WL6 heavy, seed 1")
     a = ap.parse_args(argv)
     from testbed.sim.cdc import studyreport
 
     try:
         study = load_spec(a.spec)
-        todo = cells(study, a.jobs)
+        todo = cells(study, 2 if a.quick else a.jobs)
+        if a.quick:
+            todo = [c for c in todo if c["part"] == "fig7-8" and c["load"] == "heavy"
+                    and c["scheme"] in ("sb", "cc-b") and c["seed"] == study.seeds[0]]  # fmt: skip
 
         def keep(key: str, opt: str | None) -> None:
             nonlocal todo
