@@ -8,7 +8,7 @@ spec's quick job stream under SB and CC-B, the controller leaving the tick to
 the agents. Per run it prints the mean response, BCR and MD the agents
 counted, the agents' own CPU (summed over the nodes, in cores, from their
 ``cdc.agent_cpu_s`` over the run's wall time) and the host's CPU spent
-outside the cluster (testbed/experiment/hostload.py). Needs root and the
+outside the cluster (testbed/experiment/harness/hostload.py). Needs root and the
 host lock; about 10 minutes:
 
     sudo flock /work/host.lock .venv/bin/python benchmarks/decision_interval.py \\
@@ -21,7 +21,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from testbed.cluster import cluster as cluster_mod
 from testbed.cluster.profiles import parse_profile
-from testbed.experiment import hostload
-from testbed.experiment.cdcrun import run_streams
-from testbed.experiment.streams import load_stream_spec
+from testbed.experiment.cdc.run import run_streams
+from testbed.experiment.cdc.stream import load_stream_spec
+from testbed.experiment.fields import Table, read_toml
+from testbed.experiment.harness import hostload
 
 SPEC = Path(__file__).resolve().parents[1] / "experiments" / "cdc-policies.toml"
 
@@ -86,7 +86,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="rounds (ABAB order)")
     ap.add_argument("--out", type=Path, default=Path("results/cdc-decision-interval"))
     args = ap.parse_args()
-    spec = load_stream_spec(tomllib.loads(SPEC.read_text()), SPEC).quick_version()
+    spec = load_stream_spec(Table.document(read_toml(SPEC), SPEC)).quick_version()
     spec = dataclasses.replace(spec, schemes=("sb", "cc-b"), tick_ms=None)
     intervals = [float(x) for x in args.intervals.split(",")]
     rows: list[dict[str, Any]] = []

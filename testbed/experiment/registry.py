@@ -24,6 +24,8 @@ KINDS: dict[str, str] = {
     "rajaei-sim": "testbed.experiment.rajaei",
     "rajaei-live": "testbed.experiment.rajaei.live",
     "dhc-sim": "testbed.experiment.dhc",
+    "cdc-sim": "testbed.experiment.cdcsim",
+    "cdc-sim-vs-live": "testbed.experiment.cdcsim.vslive",
 }
 
 # TOML files in experiments/ that are inputs of other commands, recognised by their table

@@ -83,7 +83,8 @@ def test_claims_are_paired_per_seed_with_a_verdict(tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()
     for r in runs:
         study.run_file(tmp_path, r["cell"]).write_text(json.dumps(r))
-    doc = studyreport.write(study.load_spec(SPEC), tmp_path, SPEC)
+    doc = studyreport.build(study.load_spec(SPEC), tmp_path, SPEC)
+    (tmp_path / "report.md").write_text(studyreport.markdown(doc))
     cov = next(c for c in doc["coverage"] if c["part"] == "fig7-8")
     assert cov["present_full_size"] == 0 and cov["present_smaller"] == 6
     md = (tmp_path / "report.md").read_text()
@@ -109,7 +110,7 @@ def test_validation_compares_with_the_stated_bounds() -> None:
 
 def test_a_live_run_and_its_simulated_twin() -> None:
     """The committed live stream, rebuilt, matches the recorded jobs and simulates."""
-    live = json.loads(LIVE.read_text())
+    live = json.loads(LIVE.read_text())["data"]  # the results envelope (kind cdc-live)
     spec = REPO / "experiments" / "cdc-policies.toml"
     (cell,) = validate.simulate(live, spec, "testbed", only={("cc-b", "heavy", 5)})
     assert cell["sim"]["done"] == cell["live"]["done"] == 20
@@ -127,8 +128,22 @@ def test_experiment_run_quick_writes_the_report(tmp_path: Path) -> None:
     from testbed.cli import main
 
     assert main(["experiment", "run", str(SPEC), "--quick", "--out", str(tmp_path)]) == 0
-    doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["kind"] == "cdc-paper-scale"
+    env = json.loads((tmp_path / "results.json").read_text())
+    assert env["kind"] == "cdc-sim"
+    doc = env["data"]
     assert {r["scheme"] for r in doc["rows"]} == {"sb", "cc-b"}
     assert all(r["jobs"] == 2 and r["seeds"] == [1] for r in doc["rows"])
     assert "one seed: no verdict" in (tmp_path / "report.md").read_text()
+
+
+def test_the_validation_runs_through_the_framework(tmp_path: Path) -> None:
+    """`cosched experiment run experiments/cdc-sim-vs-live.toml --quick`: one cell."""
+    from testbed.cli import main
+
+    spec = REPO / "experiments" / "cdc-sim-vs-live.toml"
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(tmp_path)]) == 0
+    env = json.loads((tmp_path / "results.json").read_text())
+    assert env["kind"] == "cdc-sim-vs-live"
+    (cell,) = env["data"]["cells"]
+    assert (cell["scheme"], cell["load"], cell["mpl"]) == ("cc-b", "heavy", 5)
+    assert "| heavy, MPL 5 | cc-b |" in (tmp_path / "report.md").read_text()

@@ -159,14 +159,13 @@ def test_a_recorded_trace_replays_with_every_message_matched(tmp_path: Path) -> 
 
 def test_a_live_job_stream_runs_in_the_simulator() -> None:
     """The same stream live and simulated: experiments/cdc-policies.toml's quick jobs."""
-    import tomllib
-
-    from testbed.experiment.streams import job_stream, load_stream_spec
+    from testbed.experiment.cdc.stream import job_stream, load_stream_spec
+    from testbed.experiment.fields import Table, read_toml
     from testbed.sim.cdc.platform import TESTBED
     from testbed.sim.cdc.workload import synthetic_stream
 
     path = REPO / "experiments" / "cdc-policies.toml"
-    spec = load_stream_spec(tomllib.loads(path.read_text()), path).quick_version()
+    spec = load_stream_spec(Table.document(read_toml(path), path)).quick_version()
     live = job_stream(spec, "heavy")
     jobs = synthetic_stream(live)
     assert [j.submit for j in jobs] == [j.arrival_s for j in live]

@@ -22,11 +22,12 @@ spread).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ class Study:
     fluid: bool
     seeds: tuple[int, ...]
     parts: tuple[Part, ...]
+    quick: bool = False  # --quick: SB and CC-B on two WL6 jobs of the first seed
+    source: Path = Path("")  # the spec file
+    subset_of: str = ""  # the whole study's spec, when this one runs a part of it
 
 
 def load_spec(path: Path) -> Study:
@@ -70,6 +74,11 @@ def load_spec(path: Path) -> Study:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise StudyError(f"{path}: {e}") from None
+    return spec_from_doc(raw, path)
+
+
+def spec_from_doc(raw: Mapping[str, Any], path: Path) -> Study:
+    """The study from a parsed spec (``[cdc]`` and ``[[parts]]``); StudyError if bad."""
     st = raw.get("cdc", {})
     parts = []
     for p in raw.get("parts", []):
@@ -96,7 +105,23 @@ def load_spec(path: Path) -> Study:
         bool(st.get("fluid", True)),
         tuple(int(s) for s in st.get("seeds", [1, 2, 3, 4, 5])),
         tuple(parts),
+        source=Path(path),
+        subset_of=str(st.get("subset_of", "")),
     )
+
+
+def todo_of(study: Study, jobs: int | None = None) -> list[dict[str, Any]]:
+    """The cells to run: the whole spec, or --quick's two."""
+    if not study.quick:
+        return cells(study, jobs)
+    return [
+        c
+        for c in cells(study, 2)
+        if c["part"] == study.parts[0].name
+        and c["load"] == study.parts[0].loads[0]
+        and c["scheme"] in ("sb", "cc-b")
+        and c["seed"] == study.seeds[0]
+    ]
 
 
 def workload_spec(wl: str, load: str, jobs: int) -> str:
@@ -148,7 +173,17 @@ def params_of(study: Study, c: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(study: Study, todo: Sequence[Mapping[str, Any]], out: Path, progress: bool) -> int:
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(
+    study: Study,
+    todo: Sequence[Mapping[str, Any]],
+    out: Path,
+    progress: bool,
+    say: Callable[[str], None] = _stderr,
+) -> int:
     """Run the cells without a result file; write each as it comes. Returns failures."""
     (out / "runs").mkdir(parents=True, exist_ok=True)
     failed = 0
@@ -160,17 +195,15 @@ def run(study: Study, todo: Sequence[Mapping[str, Any]], out: Path, progress: bo
         res = run_sweep([spec], SweepOptions(progress=False))
         if res.failed:
             failed += 1
-            print(f"{f.name}: {res.failed[0].error}", file=sys.stderr)
+            say(f"{f.name}: {res.failed[0].error}")
             continue
         summary = dict(res.results[0] or {})
         f.write_text(json.dumps({"cell": dict(c), "params": spec.params, **summary}) + "\n")
         if progress:
-            print(
+            say(
                 f"{f.name}: response {summary['response_s']:.1f} s, wait share "
                 f"{100 * (summary['wait_share'] or 0):.1f} %, "
-                f"BCR {summary['bcr']:.3f}, {summary['wall_s']:.0f} s",
-                file=sys.stderr,
-                flush=True,
+                f"BCR {summary['bcr']:.3f}, {summary['wall_s']:.0f} s"
             )
     return failed
 
@@ -218,10 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         study = load_spec(a.spec)
-        todo = cells(study, 2 if a.quick else a.jobs)
         if a.quick:
-            todo = [c for c in todo if c["part"] == "fig7-8" and c["load"] == "heavy"
-                    and c["scheme"] in ("sb", "cc-b") and c["seed"] == study.seeds[0]]  # fmt: skip
+            study = dataclasses.replace(study, quick=True)
+        todo = todo_of(study, a.jobs)
 
         def keep(key: str, opt: str | None) -> None:
             nonlocal todo

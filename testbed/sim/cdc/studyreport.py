@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed.experiment.cdcreport import PAPER_CLAIMS
+from testbed.experiment.cdc.report import PAPER_CLAIMS
 from testbed.sim.cdc.study import Study, cells, mean_ci, run_file, verdict
 
 METRICS = {"response_s": "response_s", "bcr": "bcr", "md": "md_s", "exec_s": "execution_s"}
@@ -182,6 +182,11 @@ def markdown(doc: Mapping[str, Any]) -> str:
         "",
         "## Coverage: what of the spec was run",
         "",
+        *(
+            [f"This run is a subset of `{doc['subset_of']}`; the cells below are that spec's.", ""]
+            if doc.get("subset_of")
+            else []
+        ),
         "| part | cells in the spec | run at the spec's size | run smaller | jobs | schemes "
         "| loads | seeds |",
         "|---|---|---|---|---|---|---|---|",
@@ -233,7 +238,21 @@ def markdown(doc: Mapping[str, Any]) -> str:
 
 
 def write(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
+    """results.json (the bare data) and report.md, for ``python -m testbed.sim.cdc.study``."""
+    doc = build(study, out, spec_path)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "report.md").write_text(markdown(doc))
+    return doc
+
+
+def build(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
+    """The study's data from the run files in ``out/runs``."""
+    from testbed.sim.cdc.study import load_spec
+
     runs = load_runs(out)
+    # a subset's coverage is counted against the whole study it is part of
+    whole = load_spec(Path(study.subset_of)) if study.subset_of else study
     doc = {
         "kind": "cdc-paper-scale",
         "study": study.name,
@@ -242,11 +261,9 @@ def write(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
         "speeds": study.speeds,
         "platform": study.platform,
         "fluid": study.fluid,
-        "coverage": coverage(study, runs, out),
+        "subset_of": study.subset_of,
+        "coverage": coverage(whole, runs, out),
         "rows": summarize(runs),
         "claims": claims(runs),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (out / "report.md").write_text(markdown(doc))
     return doc

@@ -4,7 +4,7 @@ A committed live job-stream result (``docs/results/cdc-policies/results.json``,
 written by ``cosched experiment run experiments/cdc-policies.toml``) holds, for
 every scheme, load and MPL, the jobs the local cluster ran and the agents'
 counters. This module rebuilds each run's stream from the experiment's spec
-(seed, applications, sizes, arrivals: testbed/experiment/streams.py; the
+(seed, applications, sizes, arrivals: testbed/experiment/cdc/stream.py; the
 rebuilt apps and sizes must match the recorded jobs, else it stops), runs it
 in the simulator on the ``testbed`` platform with the live cluster's CPU per
 node and the agents' tick, and sets mean response, BCR and MD beside the live
@@ -21,7 +21,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ class ValidateError(ValueError):
 
 
 def live_figures(run: Mapping[str, Any]) -> dict[str, float | None]:
-    from testbed.experiment.streams import bcr, md_mean_s
+    from testbed.experiment.cdc.stream import bcr, md_mean_s
 
     done = [j for j in run["jobs"] if j.get("state") == "done" and j.get("response_s") is not None]
     resp = sum(j["response_s"] for j in done) / len(done) if done else None
@@ -57,9 +56,13 @@ def live_figures(run: Mapping[str, Any]) -> dict[str, float | None]:
 
 def stream_spec(live: Mapping[str, Any], spec_path: Path) -> Any:
     """The live run's StreamSpec: the spec file as it is, with the live run's cluster."""
-    from testbed.experiment.streams import load_stream_spec
+    from testbed.experiment.cdc.stream import load_stream_spec
+    from testbed.experiment.fields import SpecError, Table, read_toml
 
-    spec = load_stream_spec(tomllib.loads(spec_path.read_text()), spec_path)
+    try:
+        spec = load_stream_spec(Table.document(read_toml(spec_path), spec_path))
+    except SpecError as e:
+        raise ValidateError(str(e)) from None
     ls = live["spec"]
     if ls.get("seed") != spec.seed or ls.get("jobs") != spec.jobs:
         raise ValidateError(
@@ -77,7 +80,7 @@ def simulate(
     only: set[tuple[str, str, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every live run beside its simulated twin."""
-    from testbed.experiment.streams import job_stream
+    from testbed.experiment.cdc.stream import job_stream
 
     spec = stream_spec(live, spec_path)
     cl = live["cluster"]
@@ -299,16 +302,32 @@ def sensitivity(
     return out
 
 
-def build(
-    live_path: Path, spec_path: Path, platform: str, probe: tuple[str, list[float]] | None = None
-) -> dict[str, Any]:
+def _rel(p: Path) -> str:
+    """``p`` relative to the repository where it lies there (reports name repo paths)."""
+    from testbed.experiment.results import REPO
+
     try:
-        live = json.loads(live_path.read_text())
-    except (OSError, ValueError) as e:
-        raise ValidateError(f"{live_path}: {e}") from None
+        return str(p.resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
+def build(
+    live_path: Path,
+    spec_path: Path,
+    platform: str,
+    probe: tuple[str, list[float]] | None = None,
+    only: set[tuple[str, str, int]] | None = None,
+) -> dict[str, Any]:
+    from testbed.experiment.results import ResultsError, read
+
+    try:
+        live = dict(read(live_path, ("cdc-live",)).data)
+    except ResultsError as e:
+        raise ValidateError(str(e).splitlines()[0]) from None
     if "runs" not in live or "spec" not in live:
         raise ValidateError(f"{live_path}: not a job-stream result (no spec/runs)")
-    cells = simulate(live, spec_path, platform)
+    cells = simulate(live, spec_path, platform, only)
     for c in cells:
         c["cmp"] = compare(c)
     orders = {}
@@ -321,8 +340,8 @@ def build(
     return {
         "kind": "cdc-sim-vs-live",
         "probes": probes,
-        "live": str(live_path),
-        "spec": str(spec_path),
+        "live": _rel(live_path),
+        "spec": _rel(spec_path),
         "platform": platform,
         "decision_ms": float(tick),
         "nodes": len(cl["nodes"]),

@@ -225,7 +225,7 @@ def offered_load(entries: Sequence[StreamEntry], alone: dict[tuple[str, int], fl
 
 
 def synthetic_stream(entries: Sequence[Any]) -> list[SimJobSpec]:
-    """A live job stream's jobs (testbed/experiment/streams.py ``StreamJob``: the synthetic
+    """A live job stream's jobs (testbed/experiment/cdc/stream.py ``StreamJob``: the synthetic
     program's parameters and arrival times) as the simulator's, for running the same stream
     live and simulated."""
     out = []
