@@ -176,8 +176,9 @@ def markdown(doc: Mapping[str, Any]) -> str:
         "",
         f"Spec `{doc['spec']}`; {doc['nodes']} nodes (speeds `{doc['speeds']}`), platform "
         f"`{doc['platform']}`, {'fluid' if doc['fluid'] else 'exact'} mode. Made by "
-        "`python -m testbed.sim.cdc.study` (testbed/sim/cdc/study.py, studyreport.py) from the "
-        "run files in `runs/`; every figure below is in `results.json` beside this file. "
+        f"`cosched experiment run {doc['spec']}` (testbed/sim/cdc/study.py, studyreport.py) "
+        "from the run files in `runs/`; every figure below is in `results.json` beside this "
+        "file. "
         "± is the half-width of a 95 % t interval over the seeds.",
         "",
         "## Coverage: what of the spec was run",
@@ -246,6 +247,16 @@ def write(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
     return doc
 
 
+def _rel(p: Path) -> str:
+    """``p`` relative to the repository where it lies there (reports name repo paths)."""
+    from testbed.experiment.results import REPO
+
+    try:
+        return str(p.resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
 def build(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
     """The study's data from the run files in ``out/runs``."""
     from testbed.sim.cdc.study import load_spec
@@ -256,7 +267,7 @@ def build(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
     doc = {
         "kind": "cdc-paper-scale",
         "study": study.name,
-        "spec": str(spec_path),
+        "spec": _rel(spec_path),
         "nodes": study.nodes,
         "speeds": study.speeds,
         "platform": study.platform,

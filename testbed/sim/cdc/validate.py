@@ -197,7 +197,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
         f"Live: `{doc['live']}` (one stream per cell, seed {doc['seed']}). Simulated: the same "
         f"streams rebuilt from `{doc['spec']}`, platform `{doc['platform']}` (decisions every "
         f"{doc['decision_ms']:g} ms), {doc['nodes']} nodes of {doc['cpus_per_node']:g} CPU. "
-        "Made by `python -m testbed.sim.cdc.validate` (testbed/sim/cdc/validate.py); every "
+        "Made by `cosched experiment run experiments/cdc-sim-vs-live.toml` (the work: "
+        "testbed/sim/cdc/validate.py); every "
         "figure below is in `results.json` beside this file.",
         "",
         "Bounds (issue 24): mean response within 20 %, BCR within 0.05 absolute, MD within "
