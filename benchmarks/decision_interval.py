@@ -53,6 +53,8 @@ def one(spec: Any, interval: float, out: Path) -> list[dict[str, Any]]:
         reader = hostload.cluster_cpu_reader(st)
         before = hostload.sample(reader)
         res = run_streams(spec, out, reuse_cluster=True, say=lambda s: None)
+        # the raw data of the benchmark's runs, not a study's results.json
+        (out / "stream.json").write_text(res.to_json() + "\n")
         other = hostload.other_cores(before, hostload.sample(reader))
     finally:
         cluster_mod.down()
