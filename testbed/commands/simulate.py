@@ -463,7 +463,8 @@ def _simulate_cdc(args: argparse.Namespace, schemes: list[str], raw: dict[str, s
     from testbed.sim.cdc.platform import PlatformError, parse_platform, parse_speeds
     from testbed.sim.cdc.run import run_cdc
     from testbed.sim.cdc.workload import WorkloadError, parse_workload
-    from testbed.sweep import RunSpec, SweepOptions, run_sweep
+    from testbed.sweep import RunSpec, run_sweep
+    from testbed.sweep.cli import options_from
 
     mpl = args.mpl if args.mpl is not None else int(raw.pop("mpl", 5))
     if mpl < 1:
@@ -503,7 +504,7 @@ def _simulate_cdc(args: argparse.Namespace, schemes: list[str], raw: dict[str, s
         )
         for name in schemes
     ]
-    out = run_sweep(specs, SweepOptions(progress=not args.quiet and sys.stderr.isatty()))
+    out = run_sweep(specs, options_from(args, None, desc="cdc runs"))
     for failure in out.failed:
         raise SimulateError(f"{failure.spec.params['scheme']}: {failure.error}")
     try:

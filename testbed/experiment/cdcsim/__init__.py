@@ -53,7 +53,7 @@ class CdcSimStudy(Study):
         from testbed.sim.cdc.study import run, todo_of
 
         todo = todo_of(spec)
-        failed = run(spec, todo, ctx.out, progress=True, say=ctx.say)
+        failed = run(spec, todo, ctx.out, progress=True, say=ctx.say, options=ctx.sweep)
         if failed:
             ctx.say(f"{failed} run(s) failed; the report holds the others")
         doc = studyreport.build(spec, ctx.out, spec.source)

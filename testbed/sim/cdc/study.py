@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -183,28 +184,34 @@ def run(
     out: Path,
     progress: bool,
     say: Callable[[str], None] = _stderr,
+    options: SweepOptions | None = None,
 ) -> int:
-    """Run the cells without a result file; write each as it comes. Returns failures."""
+    """Run the cells without a result file through the sweep executor (``options``: its
+    workers or Dask cluster), as many at a time as it has workers, writing each file as
+    its batch ends. Returns how many failed."""
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    opts = dataclasses.replace(options or SweepOptions(), progress=False)
+    batch = max(1, opts.workers or os.cpu_count() or 1) if opts.dask is None else 64
+    missing = [c for c in todo if not run_file(out, c).exists()]
     failed = 0
-    for c in todo:
-        f = run_file(out, c)
-        if f.exists():
-            continue
-        spec = RunSpec(study.name, params_of(study, c), int(c["seed"]), run_cdc)
-        res = run_sweep([spec], SweepOptions(progress=False))
-        if res.failed:
-            failed += 1
-            say(f"{f.name}: {res.failed[0].error}")
-            continue
-        summary = dict(res.results[0] or {})
-        f.write_text(json.dumps({"cell": dict(c), "params": spec.params, **summary}) + "\n")
-        if progress:
-            say(
-                f"{f.name}: response {summary['response_s']:.1f} s, wait share "
-                f"{100 * (summary['wait_share'] or 0):.1f} %, "
-                f"BCR {summary['bcr']:.3f}, {summary['wall_s']:.0f} s"
-            )
+    for i in range(0, len(missing), batch):
+        cells_ = missing[i : i + batch]
+        specs = [RunSpec(study.name, params_of(study, c), int(c["seed"]), run_cdc) for c in cells_]
+        res = run_sweep(specs, opts)
+        bad = {x.spec.key: x.error for x in res.failed}
+        for c, spec, summary in zip(cells_, specs, res.results, strict=True):
+            f = run_file(out, c)
+            if spec.key in bad or summary is None:
+                failed += 1
+                say(f"{f.name}: {bad.get(spec.key, 'no result')}")
+                continue
+            f.write_text(json.dumps({"cell": dict(c), "params": spec.params, **summary}) + "\n")
+            if progress:
+                say(
+                    f"{f.name}: response {summary['response_s']:.1f} s, wait share "
+                    f"{100 * (summary['wait_share'] or 0):.1f} %, "
+                    f"BCR {summary['bcr']:.3f}, {summary['wall_s']:.0f} s"
+                )
     return failed
 
 
