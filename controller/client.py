@@ -41,6 +41,9 @@ _RETRYABLE = (
     FileNotFoundError,
     ConnectionError,
     TimeoutError,
+    # a unix socket whose accept backlog is full (a flood of connects) answers a connect
+    # with a timeout set by EAGAIN at once; it is a busy controller, so try again
+    BlockingIOError,
 )
 
 

@@ -8,6 +8,7 @@ import os
 import selectors
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,3 +299,50 @@ def test_user_keys_directory_is_checked(tmp_path: Path) -> None:
     d.chmod(0o777)
     with pytest.raises(KeyFileError, match="writable by others"):
         read_user_keys(str(d))
+
+
+def test_a_full_unix_backlog_is_waited_out_not_an_error(tmp_path: Path) -> None:
+    """A flood of connects fills the controller socket's accept backlog; a client's connect
+    then fails with EAGAIN at once (seen in the flood test of issue 28). The client must
+    treat that as a busy controller and try again within its retry period."""
+    path = str(tmp_path / "busy.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(0)
+    fillers = []
+    try:
+        while True:  # fill the backlog until a connect is refused with EAGAIN
+            f = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            f.settimeout(1.0)
+            try:
+                f.connect(path)
+            except BlockingIOError:
+                f.close()
+                break
+            fillers.append(f)
+            assert len(fillers) < 64, "the backlog never filled"
+
+        def serve() -> None:
+            time.sleep(0.3)  # the client has met EAGAIN by now
+            for _ in range(len(fillers) + 1):
+                conn, _addr = srv.accept()
+                conn.settimeout(2.0)
+                try:
+                    data = conn.recv(1 << 16)
+                except OSError:
+                    data = b""
+                if data:
+                    conn.sendall(json.dumps({"ok": True, "result": "pong"}).encode() + b"\n")
+                    conn.close()
+                    return
+                conn.close()
+
+        for f in fillers:
+            f.close()  # closed clients still wait in the backlog until accepted
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        with ControllerClient(path, retry=5.0, timeout=2.0) as cl:
+            assert cl.request("status") == "pong"
+        t.join(5)
+    finally:
+        srv.close()
