@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.policies.dhc import DhcConfig, DhcTree, Slot
+from controller.policies.dhc import DhcConfig, DhcTree, reference_round
 from testbed.sim.dhc import simulate
 
 DESIGNS = {
@@ -38,27 +38,7 @@ DESIGNS = {
 
 def plain_round(t: DhcTree) -> list[tuple[float, int, int, int, float]]:
     """The round as first written, as raw_round's tuples (for the simulation to use)."""
-    out: list[Slot] = []
-
-    def schedule(c: tuple[int, int], t0: float, window: float) -> None:
-        if window <= 0.0 or c not in t.sub_gangs:
-            return
-        mine = t._own_share(c) * window
-        at = t0
-        for g, frac in t._within(c):
-            length = frac * mine
-            out.append(Slot(at, length, g, c))
-            if t.cfg.selective:
-                for u in t._untouched(c, t.gangs[g].pes):
-                    schedule(u, at, length)
-            at += length
-        kids = t.children(c)
-        if kids is not None:
-            for k in kids:
-                schedule(k, t0 + mine, window - mine)
-
-    schedule(t.root, 0.0, 1.0)
-    out.sort(key=lambda s: (s.start, s.controller, s.gang_id))
+    out = reference_round(t)
     pes = t.cfg.pes
     return [(s.start, s.controller[0] * pes + s.controller[1], s.gang_id, 0, s.length)
             for s in out]  # fmt: skip

@@ -450,3 +450,31 @@ def pe_busy(slots: Iterable[Slot], tree: DhcTree) -> list[float]:
         for pe in tree.gangs[s.gang_id].pes:
             busy[pe] += s.length
     return busy
+
+
+def reference_round(t: DhcTree) -> list[Slot]:
+    """The round as first written: §3.3's recursion making a :class:`Slot` per gang slot,
+    then sorted. Slow; kept as the oracle that :meth:`DhcTree.round` and
+    :meth:`DhcTree.raw_round` are tested and benchmarked against."""
+    out: list[Slot] = []
+
+    def schedule(c: Ctl, t0: float, window: float) -> None:
+        if window <= 0.0 or c not in t.sub_gangs:
+            return
+        mine = t._own_share(c) * window
+        at = t0
+        for g, frac in t._within(c):
+            length = frac * mine
+            out.append(Slot(at, length, g, c))
+            if t.cfg.selective:
+                for u in t._untouched(c, t.gangs[g].pes):
+                    schedule(u, at, length)
+            at += length
+        kids = t.children(c)
+        if kids is not None:
+            for k in kids:
+                schedule(k, t0 + mine, window - mine)
+
+    schedule(t.root, 0.0, 1.0)
+    out.sort(key=lambda s: (s.start, s.controller, s.gang_id))
+    return out

@@ -14,32 +14,14 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.policies.dhc import ALGORITHMS, BALANCING, MAPPINGS, DhcConfig, DhcTree, Slot
-
-
-def reference_round(t: DhcTree) -> list[Slot]:
-    out: list[Slot] = []
-
-    def schedule(c: tuple[int, int], t0: float, window: float) -> None:
-        if window <= 0.0 or c not in t.sub_gangs:
-            return
-        mine = t._own_share(c) * window
-        at = t0
-        for g, frac in t._within(c):
-            length = frac * mine
-            out.append(Slot(at, length, g, c))
-            if t.cfg.selective:
-                for u in t._untouched(c, t.gangs[g].pes):
-                    schedule(u, at, length)
-            at += length
-        kids = t.children(c)
-        if kids is not None:
-            for k in kids:
-                schedule(k, t0 + mine, window - mine)
-
-    schedule(t.root, 0.0, 1.0)
-    out.sort(key=lambda s: (s.start, s.controller, s.gang_id))
-    return out
+from controller.policies.dhc import (
+    ALGORITHMS,
+    BALANCING,
+    MAPPINGS,
+    DhcConfig,
+    DhcTree,
+    reference_round,
+)
 
 
 @settings(max_examples=150, deadline=None)
