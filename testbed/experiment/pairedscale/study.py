@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import UsageError
+from testbed.experiment.pairedsim.study import count_quanta
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 STUDY = "paired-scale"
@@ -284,7 +285,7 @@ def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         teardown=float(cal["teardown"]) if on else 0.0,
         occupancy=FULL if OCCUPANCY in terms else EARLY_END,
     )
-    counts = _count_quanta(policy)
+    counts = count_quanta(policy)
     t0 = time.perf_counter()
     res = simulate(jobs, policy, config)
     seconds = time.perf_counter() - t0
@@ -325,27 +326,6 @@ def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     if params.get("series"):
         row["series"] = _thin(t, [n, [x / 3600.0 for x in w]], SERIES_POINTS)
     return row
-
-
-def _count_quanta(policy: Any) -> list[int]:
-    """[one row, several rows but unpaired, paired] quanta, counted around the policy's
-    ``next_quantum`` (the policy itself untouched)."""
-    counts = [0, 0, 0]
-    inner = policy.next_quantum
-
-    def next_quantum(now: float) -> Any:
-        plan = inner(now)
-        if plan.slot is not None:
-            if plan.partner is not None:
-                counts[2] += 1
-            elif policy.slot_count < 2:
-                counts[0] += 1
-            else:
-                counts[1] += 1
-        return plan
-
-    policy.next_quantum = next_quantum
-    return counts
 
 
 # --------------------------------------------------------------------- the study

@@ -185,7 +185,7 @@ def _at(t: list[float], n: list[float], when: float) -> float:
     return value
 
 
-def _count_quanta(policy: Any) -> list[int]:
+def count_quanta(policy: Any) -> list[int]:
     """Count, per quantum the engine plays: [one row, several rows unpaired, paired].
 
     Wraps the policy's ``next_quantum`` on the instance (the engine looks it up
@@ -240,7 +240,7 @@ def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         interference=float(params["interference"]),
         mode=str(params["mode"]),
     )
-    counts = _count_quanta(policy)
+    counts = count_quanta(policy)
     t0 = time.perf_counter()
     res = simulate(jobs, policy, config)
     seconds = time.perf_counter() - t0
