@@ -180,8 +180,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     live = study.live and not overrides.get("resimulate")
     if live:
-        from testbed.experiment.harness.cluster import sigterm_as_interrupt
+        from testbed.experiment.harness.cluster import require_root, sigterm_as_interrupt
 
+        require_root()  # before anything is said or started: a refusal is one line
         sigterm_as_interrupt()  # SIGTERM tears the cluster down too
         _sequential(given(args))
     _, res, out = pipeline.run(
