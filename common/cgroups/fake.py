@@ -182,7 +182,7 @@ class FakeCgroupFS(CgroupFS):
     def rmdir(self, path: Path | str) -> None:
         path = Path(path)
         if not path.exists():
-            raise FileNotFoundError(path)
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
         subdirs = [e for e in path.iterdir() if e.is_dir()]
         procs = path / "cgroup.procs"
         if subdirs or (procs.exists() and procs.read_text().split()):
@@ -194,18 +194,48 @@ class FakeCgroupFS(CgroupFS):
     def listdir(self, path: Path | str) -> list[str]:
         return [e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
 
+    def _v1_parent_frozen(self, d: Path) -> bool:
+        """v1: a group reads FROZEN while an ancestor is frozen (its parent_freezing)."""
+        top = self._hierarchy(d)
+        while d != top and d.parent != top:
+            d = d.parent
+            st = d / "freezer.state"
+            if st.exists() and st.read_text().strip() == "FROZEN":
+                return True
+        return False
+
+    def _v2_frozen(self, d: Path) -> bool:
+        """v2: ``frozen 1`` in cgroup.events when the group or an ancestor asks to freeze."""
+        top = self._hierarchy(d)
+        while True:
+            f = d / "cgroup.freeze"
+            if f.exists() and f.read_text().strip() == "1":
+                return True
+            if d == top:
+                return False
+            d = d.parent
+
+    def _populated(self, d: Path) -> bool:
+        """cgroup.events ``populated``: a process in the group or any descendant."""
+        return any(p.read_text().split() for p in d.rglob("cgroup.procs"))
+
     def read(self, path: Path | str) -> str:
         path = Path(path)
         if path.name == "freezer.state":
             state = path.read_text().strip()
+            if state == "THAWED" and self._v1_parent_frozen(path.parent):
+                state = "FROZEN"
             if state == "FROZEN" and path.parent in self.stuck:
                 return "FREEZING\n"
             left = self._pending.get(path, 0)
             if state == "FROZEN" and left > 0:
                 self._pending[path] = left - 1
                 return "FREEZING\n"
-        if path.name == "cgroup.events" and path.parent in self.stuck:
-            return path.read_text().replace("frozen 1", "frozen 0")
+            return state + "\n"
+        if path.name == "cgroup.events" and self._is_v2(path) and path.exists():
+            d = path.parent
+            frozen = self._v2_frozen(d) and d not in self.stuck
+            return f"populated {int(self._populated(d))}\nfrozen {int(frozen)}\n"
         return path.read_text(encoding="ascii")
 
     def open_write(self, path: Path | str, value: str) -> OpenedWrite:
@@ -242,13 +272,21 @@ class FakeCgroupFS(CgroupFS):
             self._subtree_control(path, value)
             return
         if name == "cpuset.cpus":
-            if not value.strip() and not self._is_v2(path):
-                raise OSError(errno.EINVAL, "Invalid argument")
+            if not value.strip() and not self._is_v2(path) and self._populated(d):
+                # v1 empties a cpuset only while nothing runs in it (validate_change())
+                raise OSError(errno.ENOSPC, "No space left on device")
             self._put(path, value.strip() + "\n")
             if self._is_v2(path):
                 eff = value.strip() or self._effective(d.parent)
                 self._put(d / "cpuset.cpus.effective", eff + "\n")
             return
+        if name in ("cpu.shares", "cpu.weight"):
+            # The kernel parses an unsigned integer (EINVAL); cpu.weight is 1..10000
+            # (ERANGE), cpu.shares is clamped to 2..262144.
+            if not value.strip().isdigit():
+                raise OSError(errno.EINVAL, "Invalid argument")
+            if name == "cpu.weight" and not 1 <= int(value) <= 10000:
+                raise OSError(errno.ERANGE, "Numerical result out of range")
         if name == "cpu.rt_runtime_us":
             parent = d.parent / name
             if not self._is_top(d) and parent.exists() and int(value) > int(parent.read_text()):
