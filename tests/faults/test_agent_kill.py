@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.faults.test_controller_kill import BURN, CYCLES, QUANTUM
-from tests.integration.test_controller_live import Live
+from tests.support.faults import BURN, CYCLES, QUANTUM
+from tests.support.live import Live
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 

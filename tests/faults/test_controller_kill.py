@@ -10,20 +10,14 @@ import contextlib
 import os
 import random
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_controller_live import Live
-
-CYCLES = int(os.environ.get("FAULT_CYCLES", "5"))
-QUANTUM = 0.1
-FAILSAFE_S = 2.0  # the local cluster's agents (agent --failsafe-timeout default)
-# ~3 s of CPU each: they finish only if they are really scheduled
-BURN = [sys.executable, "-c", "x = 0\nfor i in range(36_000_000): x += i"]
+from tests.support.faults import BURN, CYCLES, FAILSAFE_S, QUANTUM
+from tests.support.live import Live
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_controller_live import Live
+from tests.support.live import Live
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 

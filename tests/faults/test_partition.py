@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.test_controller_kill import CYCLES, FAILSAFE_S, QUANTUM
-from tests.integration.test_controller_live import Live
+from tests.support.faults import CYCLES, FAILSAFE_S, QUANTUM
+from tests.support.live import Live
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 

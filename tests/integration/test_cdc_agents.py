@@ -27,7 +27,7 @@ from agent.client import AgentClient
 from agent.local import BOOST_WEIGHT
 from common.cgroups.base import weight_to_shares
 from common.names import AGENT_PORT, METRICS_PORT
-from tests.integration.test_controller_live import Live
+from tests.support.live import Live
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -26,7 +26,7 @@ from testbed.cluster import state as state_mod
 from testbed.cluster.errors import ClusterError
 from testbed.cluster.netns import netns_inode
 from testbed.cluster.profiles import parse_profile
-from tests.integration.conftest import EMPTY_FOOTPRINT, cosched_footprint
+from tests.support.host import EMPTY_FOOTPRINT, cosched_footprint
 
 pytestmark = pytest.mark.root
 

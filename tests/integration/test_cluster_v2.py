@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_controller_live import SPIN, Live
+from tests.support.live import SPIN, Live
 
 UNIFIED = "/sys/fs/cgroup/unified"
 

@@ -16,7 +16,6 @@ Every test stops its controller and tears the cluster down even on failure
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import signal
 import subprocess
@@ -28,129 +27,7 @@ from typing import Any
 
 import pytest
 
-SPIN = ["python3", "-c", "while True: pass"]
-# Compute-bound with a short "barrier" wait each 15 ms: just under 100 % CPU,
-# like Wiseman & Feitelson's compute-bound jobs, so paired gang may pair it.
-COMPUTE = [
-    "python3",
-    "-c",
-    "import time\nwhile True:\n t=time.perf_counter()\n while time.perf_counter()-t<0.015: pass\n"
-    " time.sleep(0.002)",
-]
-# I/O-bound: a small write + fsync, then waiting for the "device" (a sleep, so
-# the job stays I/O-bound even where /tmp is tmpfs and fsync costs nothing).
-IO = [
-    "python3",
-    "-c",
-    "import os,tempfile,time\nd=tempfile.mkdtemp()\ni=0\nwhile True:\n"
-    " p=os.path.join(d,str(i%8)); f=open(p,'wb'); f.write(b'x'*8192); f.flush();"
-    " os.fsync(f.fileno()); f.close(); i+=1; time.sleep(0.01)",
-]
-
-
-class Live:
-    """A cluster plus a controller subprocess, with a client."""
-
-    def __init__(self, state_dir: Path, tmp: Path) -> None:
-        self.state_dir = state_dir
-        self.tmp = tmp
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.key: bytes = b""
-        self.tcp_port = 0
-        self.log = tmp / "controller.log"
-
-    def up(
-        self,
-        cpus_per_node: float | None = 1,
-        cgroup: str = "auto",
-        link: str = "gige",
-        switch: str = "freezer",
-    ) -> None:
-        from agent.__main__ import read_key
-        from testbed.cluster import cluster as cluster_mod
-        from testbed.cluster.profiles import parse_profile
-
-        self.env = cluster_mod.Env(state_dir=str(self.state_dir))
-        self.st = cluster_mod.up(
-            cluster_mod.ClusterConfig(
-                nodes=2,
-                profile=parse_profile(link),
-                cpus_per_node=cpus_per_node,
-                cgroup=cgroup,
-                switch=switch,
-            ),
-            self.env,
-        )
-        assert self.st.key_file is not None
-        self.key = read_key(self.st.key_file)
-
-    def start(self, policy: str, *extra: str, quantum: float = 0.05) -> None:
-        from common.ports import free_port
-
-        if not self.tcp_port:
-            self.tcp_port = free_port()
-        cmd = [
-            sys.executable,
-            "-m",
-            "controller",
-            "--policy",
-            policy,
-            "--quantum",
-            str(quantum),
-            "--cluster-state",
-            str(self.state_dir / "cluster.json"),
-            "--run-dir",
-            str(self.tmp),
-            "--checkpoint",
-            str(self.tmp / "ck.json"),
-            "--listen-tcp",
-            f"127.0.0.1:{self.tcp_port}",
-            *extra,
-        ]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
-        self.client().request("status")  # retries until it serves
-
-    def client(self, retry: float = 20.0) -> Any:
-        from controller.client import ControllerClient
-
-        return ControllerClient(str(self.tmp / "controller.sock"), retry=retry)
-
-    def req(self, op: str, **args: Any) -> Any:
-        with self.client() as c:
-            return c.request(op, **args)
-
-    def wait_exit(self, timeout: float = 10.0) -> int:
-        assert self.proc is not None
-        rc = self.proc.wait(timeout)
-        self.proc = None
-        return rc
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(10)
-        self.proc = None
-
-    def down(self) -> None:
-        from testbed.cluster import cluster as cluster_mod
-
-        cluster_mod.down(self.env)
-
-    def freezer_states(self) -> dict[tuple[str, str], str]:
-        out = {}
-        for path in glob.glob("/sys/fs/cgroup/freezer/cosched/n*/job-*/freezer.state"):
-            parts = path.split("/")
-            try:
-                with open(path) as f:
-                    out[(parts[-3], parts[-2])] = f.read().strip()
-            except OSError:
-                continue
-        return out
-
-    def log_text(self) -> str:
-        return self.log.read_text() if self.log.exists() else ""
+from tests.support.live import COMPUTE, IO, SPIN, Live, count_violations
 
 
 @pytest.fixture
@@ -167,30 +44,6 @@ def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
             lv.down()
 
 
-def _violations(live: Live, seconds: float) -> tuple[int, int]:
-    """Samples (>= 2 ms apart) where a node shows two jobs THAWED in two consecutive ones."""
-    prev: dict[str, set[str]] = {}
-    violations = samples = 0
-    end = time.monotonic() + seconds
-    last = 0.0
-    while time.monotonic() < end:
-        now = time.monotonic()
-        if now - last < 0.002:
-            time.sleep(0.002 - (now - last))
-            continue
-        last = now
-        thawed: dict[str, set[str]] = {}
-        for (node, job), state in live.freezer_states().items():
-            if state == "THAWED":
-                thawed.setdefault(node, set()).add(job)
-        for node, jobs in thawed.items():
-            if len(jobs) > 1 and len(prev.get(node, set()) & jobs) > 1:
-                violations += 1
-        prev = thawed
-        samples += 1
-    return violations, samples
-
-
 @pytest.mark.root
 def test_strict_gang_forged_tcp_and_failsafe(live: Live) -> None:
     live.start("gang", quantum=0.05)
@@ -198,7 +51,7 @@ def test_strict_gang_forged_tcp_and_failsafe(live: Live) -> None:
     b = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "b"})["job_id"]
     c = live.req("submit", spec={"size": 1, "argv": SPIN, "name": "c"})["job_id"]
     time.sleep(0.5)
-    violations, samples = _violations(live, 3.0)
+    violations, samples = count_violations(live, 3.0)
     assert samples > 300, samples
     assert violations == 0, f"{violations} of {samples} samples had two jobs THAWED on a node"
     recs = {j["job_id"]: j for j in live.req("jobs")}
@@ -315,7 +168,7 @@ def test_checkpoint_restore_mid_run_loses_no_job(live: Live) -> None:
     status = live.req("status")
     assert long_ in status["reconcile"]["adopted"]
     time.sleep(0.5)
-    violations, samples = _violations(live, 1.5)
+    violations, samples = count_violations(live, 1.5)
     assert violations == 0 and samples > 100
     # a corrupt checkpoint is refused with the reason and left in place
     live.req("shutdown")
@@ -386,7 +239,7 @@ def test_dhc_on_the_live_cluster(live: Live) -> None:
     assert m["policy"] == "dhc" and m["tree"]["controllers"], m
     text = render_matrix(m)
     assert "DHC tree" in text and "level 1 #0" in text, text
-    violations, samples = _violations(live, 1.5)
+    violations, samples = count_violations(live, 1.5)
     assert samples > 100 and violations == 0, (violations, samples)
     end = time.monotonic() + 90
     while True:

@@ -38,8 +38,8 @@ import pytest
 from common.names import CONTROLLER_METRICS_PORT
 from common.ports import free_port
 from testbed import monitor as mon
-from tests.integration.test_controller_live import Live
-from tests.integration.test_monitor_live import (
+from tests.support.live import Live
+from tests.support.monitor import (
     Prom,
     _assert_nothing_left,
     _cli,

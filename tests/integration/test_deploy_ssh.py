@@ -35,8 +35,8 @@ import pytest
 import yaml
 
 from common.ports import free_port
-from tests.integration.conftest import EMPTY_FOOTPRINT, _netns_skip_reason, cosched_footprint
-from tests.unit.test_ansible import ANSIBLE_DIR, PLAYBOOK, ansible_env, recap
+from tests.support.ansible import ANSIBLE_DIR, PLAYBOOK, ansible_env, recap
+from tests.support.host import EMPTY_FOOTPRINT, cluster_skip_reason, cosched_footprint
 
 COSCHED = [sys.executable, "-m", "testbed.cli"]
 NODES = ["n0", "n1"]
@@ -131,7 +131,7 @@ def _stop_daemons(root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    reason = _netns_skip_reason()
+    reason = cluster_skip_reason()
     if reason:
         pytest.skip(reason)
     if not PLAYBOOK.exists():

@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.test_ansible import ANSIBLE_DIR, PLAYBOOK, ansible_env, recap
+from tests.support.ansible import ANSIBLE_DIR, PLAYBOOK, ansible_env, recap
 
 COSCHED = [sys.executable, "-m", "testbed.cli"]
 NODES = ["n0", "n1"]

@@ -23,7 +23,7 @@ from testbed.cluster import cluster as cluster_mod
 from testbed.cluster import emulated
 from testbed.cluster.errors import ClusterError
 from testbed.views import render_matrix
-from tests.integration.test_controller_live import Live
+from tests.support.live import Live
 
 REPO = Path(__file__).resolve().parents[2]
 N = 96

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.client import AgentError
-from tests.integration.test_agent_live import (  # noqa: F401  (make_agent is a fixture)
+from tests.support.live_agent import (  # noqa: F401  (make_agent is a fixture)
     LiveAgent,
     _start_agent,
     free_port,

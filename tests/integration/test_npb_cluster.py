@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_controller_live import Live
+from tests.support.live import Live
 
 REPO = Path(__file__).resolve().parents[2]
 

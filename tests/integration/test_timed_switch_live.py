@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_controller_live import SPIN, Live, _violations
+from tests.support.live import SPIN, Live, count_violations
 
 QUANTUM = 0.05
 LEAD = 0.02
@@ -163,7 +163,7 @@ def test_controller_runs_time_triggered_gang(live: Live) -> None:
     a = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "a"})["job_id"]
     b = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "b"})["job_id"]
     time.sleep(0.5)
-    violations, samples = _violations(live, 3.0)
+    violations, samples = count_violations(live, 3.0)
     assert samples > 300, samples
     assert violations == 0, f"{violations} of {samples} samples had two jobs THAWED on a node"
     status = live.req("status")

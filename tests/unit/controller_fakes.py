@@ -6,6 +6,7 @@ from typing import Any
 
 from agent.client import AgentError
 from controller.nodes import NodeInfo, OnConnect, QuantumResult
+from controller.scheduler import Scheduler
 
 
 class FakePool:
@@ -165,3 +166,27 @@ class FakePool:
 
     def running_on(self, node: str) -> set[int]:
         return {int(j) for j in self.runnable.get(node, {})}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def make(policy: str = "gang", n: int = 2, **kw: object) -> tuple[Scheduler, FakePool, Clock]:
+    pool = FakePool(n, **kw)  # type: ignore[arg-type]
+    clock = Clock()
+    s = Scheduler(policy, {}, pool, wall=clock, mono=clock)
+    return s, pool, clock
+
+
+def step(s: Scheduler, clock: Clock, n: int = 1, dt: float = 0.1) -> None:
+    for _ in range(n):
+        clock.t += dt
+        s.tick()
+
+
+BUSY = {"size": 2, "argv": ["python3", "-c", "pass"]}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.jobs import Job
-from tests.unit.test_agent_metrics import make
+from tests.support.agent_metrics import make
 
 NAME = "cosched_agent_job_frozen_seconds"
 

@@ -26,7 +26,7 @@ from agent.local import BOOST_WEIGHT, LocalConfig, LocalPolicyError
 from agent.nicguard import JobView
 from common.cgroups import DEFAULT_WEIGHT
 from common.ports import free_port
-from tests.unit.test_agent_daemon import KEY, PARENT, make_agent
+from tests.support.agent_fakes import KEY, PARENT, make_agent
 
 PEERS = ("127.0.0.1", "127.0.0.1")
 

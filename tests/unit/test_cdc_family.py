@@ -13,8 +13,7 @@ from controller import checkpoint as ckpt
 from controller.families import CdcFamily
 from controller.launchenv import net_env
 from controller.scheduler import Scheduler
-from tests.unit.controller_fakes import FakePool
-from tests.unit.test_controller_core import Clock, step
+from tests.unit.controller_fakes import Clock, FakePool, step
 
 
 def make(

@@ -178,15 +178,3 @@ def test_every_command_help_has_a_description_and_an_example() -> None:
         text = sub.format_help()
         assert sub.description, name
         assert "example" in text and "cosched " in text.split("example")[1], name
-
-
-def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    cmd = [sys.executable, "-m", "testbed.cli", "policies"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    proc.stdout.close()  # as `| head` does once it has what it wants
-    _, err = proc.communicate(timeout=60)
-    assert b"Traceback" not in err and proc.returncode in (0, 141)

@@ -8,16 +8,15 @@ Each case runs the console-script entry ``testbed.cli.main`` (or a daemon's
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from common.ports import free_port
 from testbed.cli import main
 from testbed.cluster import cluster as cluster_mod
-from tests.unit.test_cluster_lifecycle import make_env
+from tests.support.cli import key_file, one_line
+from tests.support.cluster_fakes import make_env
 
 
 @pytest.fixture(autouse=True)
@@ -25,27 +24,6 @@ def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # No controller here, no cluster state here: never the host's /run/cosched.
     monkeypatch.setenv("COSCHED_RUN_DIR", str(tmp_path / "run"))
     monkeypatch.setenv("COSCHED_STATE_DIR", str(tmp_path / "state"))
-
-
-def one_line(capsys: pytest.CaptureFixture[str], prog: str = "cosched") -> str:
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
-
-
-def key_file(tmp_path: Path, mode: int = 0o600, text: str = "k" * 32) -> str:
-    path = tmp_path / f"key-{mode:o}"
-    path.write_text(text)
-    path.chmod(mode)
-    return str(path)
-
-
-def refused_port() -> int:
-    # below the ephemeral range: a connect to it can never land on itself
-    return free_port()  # nobody listens: connecting is refused
 
 
 # -- simulate, policies ---------------------------------------------------------------
@@ -169,15 +147,6 @@ def test_tcp_key_file_must_be_private(tmp_path: Path, capsys: Any) -> None:
     assert f"chmod 600 {key}" in one_line(capsys)
 
 
-def test_controller_start_reports_the_daemons_line(tmp_path: Path, capsys: Any) -> None:
-    rc = main(["controller", "start", "--policy", "gang", "--param", "colour=red",
-               "--run-dir", str(tmp_path / "run"), "--wait", "20"])  # fmt: skip
-    assert rc == 2
-    line = one_line(capsys)
-    assert "the controller exited with status 2: policy 'gang' has no parameter 'colour'" in line
-    assert "controller: error:" not in line  # the daemon's own prefix is dropped
-
-
 # -- experiment --------------------------------------------------------------------------
 
 
@@ -193,29 +162,6 @@ def test_experiment_bad_override(capsys: Any) -> None:
 
 
 # -- the daemons ----------------------------------------------------------------------------
-
-
-def test_controller_daemon_unreachable_agent_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    # The reported failure: after 15 s the daemon died with a ConnectionError traceback.
-    from controller.__main__ import main as controller_main
-    from controller.nodes import AgentPool
-
-    connect_all = AgentPool.connect_all
-    monkeypatch.setattr(
-        AgentPool,
-        "connect_all",
-        lambda self, deadline_s=0, require_all=True: connect_all(self, 0.3, require_all),
-    )
-    port = refused_port()
-    rc = controller_main(["--policy", "gang", "--agents", f"n0=127.0.0.1:{port}",
-                          "--key-file", key_file(tmp_path), "--run-dir", str(tmp_path / "run"),
-                          "--fifo-priority", "0"])  # fmt: skip
-    assert rc == 1
-    line = one_line(capsys, "controller")
-    assert f"agent n0 at 127.0.0.1:{port} unreachable" in line
-    assert "is the cluster up?" in line and "cosched cluster status" in line
 
 
 @pytest.mark.parametrize(
@@ -255,24 +201,3 @@ def test_agent_daemon_refuses_a_readable_key(tmp_path: Path, capsys: Any) -> Non
     key = key_file(tmp_path, 0o640)
     assert agent_main(["--node", "n0", "--listen", "127.0.0.1:0", "--key-file", key]) == 1
     assert f"chmod 600 {key}" in one_line(capsys, "agent")
-
-
-def test_controller_daemon_busy_metrics_port_is_one_line(tmp_path: Path) -> None:
-    from common.errors import CoschedError
-    from controller.daemon import Daemon, DaemonConfig
-    from controller.nodes import NodeInfo
-
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        node = NodeInfo("n0", ("127.0.0.1", refused_port()), "127.0.0.1")
-        cfg = DaemonConfig(policy="gang", params={}, nodes=[node], key=b"k" * 32,
-                           run_dir=str(tmp_path), metrics=("127.0.0.1", port))  # fmt: skip
-        daemon = Daemon(cfg)
-        daemon.pool.connect_all = lambda deadline_s=0, require_all=True: []  # type: ignore[method-assign]
-        try:
-            with pytest.raises(CoschedError, match=f"cannot serve metrics on 127.0.0.1:{port}"):
-                daemon.start()
-        finally:
-            daemon.close()

@@ -10,73 +10,19 @@ from typing import Any
 
 import pytest
 
-from common.cgroups.fake import FakeCgroupFS, fake_v1
+from common.cgroups.fake import FakeCgroupFS
 from testbed.cluster import clean as clean_mod
 from testbed.cluster import cluster as cl
 from testbed.cluster import state as state_mod
 from testbed.cluster.errors import ClusterError
-from testbed.cluster.profiles import parse_profile
-from testbed.cluster.state import AgentRecord
-from tests.unit.test_cluster_fakes import FakeNet, InjectedFailure
-
-
-class FakeAgents:
-    def __init__(self, fail_on: str | None = None) -> None:
-        self.running: dict[int, AgentRecord] = {}
-        self.fail_on = fail_on
-        self.next_pid = 1000
-
-    def start(
-        self, node: str, netns: str, cmd: list[str], procs: list[str], log: str
-    ) -> AgentRecord:
-        if node == self.fail_on:
-            raise RuntimeError(f"agent for {node} exited with status 1")
-        self.next_pid += 1
-        rec = AgentRecord(node=node, pid=self.next_pid, start_time=1.0, cmd=cmd, log=log)
-        self.running[rec.pid] = rec
-        return rec
-
-    def stop(self, rec: AgentRecord) -> bool:
-        return self.running.pop(rec.pid, None) is not None
-
-
-def make_env(
-    tmp_path: Path,
-    net: FakeNet | None = None,
-    fs: FakeCgroupFS | None = None,
-    agents: FakeAgents | None = None,
-    root: bool = True,
-    agent_ok: bool = True,
-) -> cl.Env:
-    net = net or FakeNet()
-    fs = fs or fake_v1(tmp_path / "cg")
-    agents = agents or FakeAgents()
-    fake = fs
-    return cl.Env(
-        net=net,
-        cg_fs=fs,
-        detect_cgroups=lambda prefer, _fs: fake.layout(prefer),
-        is_root=lambda: root,
-        cores=lambda: [0, 1],
-        agent_available=lambda: agent_ok,
-        start_agent=agents.start,
-        stop_agent=agents.stop,
-        kill=fs.kill,
-        state_dir=str(tmp_path / "state"),
-    )
-
-
-def config(nodes: int = 2, link: str = "fast-ethernet", **kw: Any) -> cl.ClusterConfig:
-    return cl.ClusterConfig(nodes=nodes, profile=parse_profile(link), **kw)
-
-
-def assert_pristine(env: cl.Env) -> None:
-    assert isinstance(env.net, FakeNet) and isinstance(env.cg_fs, FakeCgroupFS)
-    assert env.net.footprint() == {"netns": [], "root_links": []}
-    assert env.cg_fs.footprint() == []
-    sdir = env.sdir()
-    assert not os.path.exists(state_mod.state_path(sdir))
-    assert not os.path.exists(state_mod.key_path(sdir))
+from tests.support.cluster_fakes import (
+    FakeAgents,
+    FakeNet,
+    InjectedFailure,
+    assert_pristine,
+    config,
+    make_env,
+)
 
 
 def test_plan_is_pure_and_complete() -> None:

@@ -17,7 +17,7 @@ from common.cgroups.fake import FakeCgroupFS, fake_hybrid
 from testbed.cluster import cluster as cl
 from testbed.cluster import nspawn, rootfs
 from testbed.cluster.errors import ClusterError
-from tests.unit.test_cluster_lifecycle import assert_pristine, config, make_env
+from tests.support.cluster_fakes import assert_pristine, config, make_env
 
 
 class FakeNodes:

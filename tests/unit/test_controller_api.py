@@ -21,8 +21,7 @@ from controller.api import Caller, Context, handle
 from controller.client import ControllerClient, ControllerError, ControllerUnavailable
 from controller.scheduler import Scheduler
 from controller.server import MAX_LINE, Server
-from tests.unit.controller_fakes import FakePool
-from tests.unit.test_controller_core import BUSY, Clock
+from tests.unit.controller_fakes import BUSY, Clock, FakePool
 
 KEY = b"k" * 32
 

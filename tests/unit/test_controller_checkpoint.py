@@ -9,8 +9,7 @@ import pytest
 
 from controller import checkpoint as ckpt
 from controller.scheduler import Scheduler
-from tests.unit.controller_fakes import FakePool
-from tests.unit.test_controller_core import BUSY, Clock, step
+from tests.unit.controller_fakes import BUSY, Clock, FakePool, step
 
 
 def test_round_trip_and_prev(tmp_path: Path) -> None:

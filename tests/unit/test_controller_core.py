@@ -10,33 +10,8 @@ from controller import classes
 from controller.jobs import RequestError, SpecError, parse_spec
 from controller.operator import ConfigError, OperatorConfig
 from controller.quantum import job_utilization
-from controller.scheduler import Scheduler
 from controller.telemetry import command_skew_s
-from tests.unit.controller_fakes import FakePool
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def make(policy: str = "gang", n: int = 2, **kw: object) -> tuple[Scheduler, FakePool, Clock]:
-    pool = FakePool(n, **kw)  # type: ignore[arg-type]
-    clock = Clock()
-    s = Scheduler(policy, {}, pool, wall=clock, mono=clock)
-    return s, pool, clock
-
-
-def step(s: Scheduler, clock: Clock, n: int = 1, dt: float = 0.1) -> None:
-    for _ in range(n):
-        clock.t += dt
-        s.tick()
-
-
-BUSY = {"size": 2, "argv": ["python3", "-c", "pass"]}
+from tests.unit.controller_fakes import BUSY, make, step
 
 
 # ---- spec validation ---------------------------------------------------------------

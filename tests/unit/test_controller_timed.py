@@ -14,8 +14,7 @@ from controller.daemon import Daemon, DaemonConfig
 from controller.nodes import NodeInfo, QuantumResult
 from controller.operator import OperatorConfig
 from controller.scheduler import Scheduler
-from tests.unit.controller_fakes import FakePool
-from tests.unit.test_controller_core import BUSY, Clock
+from tests.unit.controller_fakes import BUSY, Clock, FakePool
 
 
 def make(policy: str = "gang") -> tuple[Scheduler, FakePool, Clock]:

@@ -11,8 +11,7 @@ import pytest
 from controller.archive import ArchiveError, JobArchive
 from controller.jobs import RequestError
 from controller.scheduler import Scheduler
-from tests.unit.controller_fakes import FakePool
-from tests.unit.test_controller_core import Clock, make, step
+from tests.unit.controller_fakes import Clock, FakePool, make, step
 
 
 def _run_jobs(n: int) -> tuple[Scheduler, FakePool, Clock, list[int]]:

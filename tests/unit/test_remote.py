@@ -3,7 +3,6 @@ per-host reports, with fabric's connection faked (a ``run`` returning canned out
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,38 +15,9 @@ from common.errors import UsageError
 from testbed import remote
 from testbed.cli import main
 from testbed.cluster import sshd as sshd_mod
+from tests.support.remote import INVENTORY, hosts
 
 REPO = Path(__file__).resolve().parents[2]
-
-INVENTORY = {
-    "all": {
-        "vars": {
-            "ansible_user": "root",
-            "ansible_ssh_private_key_file": "/k/id",
-            "ansible_ssh_common_args": "-o UserKnownHostsFile=/k/known_hosts "
-            "-o StrictHostKeyChecking=yes",
-            "cosched_prefix": "/srv/cs",
-            "service_manager": "none",
-        },
-        "children": {
-            "controller": {"hosts": {"head": {"ansible_host": "10.0.0.254",
-                                              "cosched_control_address": "10.212.0.254"}}},
-            "monitor": {"hosts": {"head": None}},
-            "agents": {
-                "vars": {"cosched_run_dir": "{{ cosched_prefix }}/agents-run"},
-                "hosts": {
-                    "n0": {"ansible_host": "10.0.0.1", "cosched_control_address": "10.212.0.1"},
-                    "n1": {"ansible_host": "10.0.0.2", "cosched_control_address": "10.212.0.2",
-                           "ansible_port": 2222, "cosched_node_name": "node-one"},
-                },
-            },
-        },
-    }
-}  # fmt: skip
-
-
-def hosts() -> dict[str, remote.RemoteHost]:
-    return {h.name: h for h in remote.parse_inventory(INVENTORY)}
 
 
 def test_inventory_hosts_groups_and_ssh_settings() -> None:
@@ -143,17 +113,6 @@ def test_start_and_stop_use_the_roles_pidfile_log_and_flags() -> None:
     (dl,) = remote.daemons_of(leaf)
     assert "-- -P -c " in remote.start_script(leaf, dl)
     assert "cosched/n0/agent auto -P -m agent $args" in remote.start_script(leaf, dl)
-
-
-def test_the_scripts_are_valid_sh() -> None:
-    for h in hosts().values():
-        scripts = [remote.status_script(h), remote.clean_script(h)]
-        for d in remote.daemons_of(h):
-            scripts += [remote.start_script(h, d), remote.stop_script(h, d),
-                        remote.log_command(h, d), remote.metrics_command(d)]  # fmt: skip
-        for s in scripts:
-            r = subprocess.run(["sh", "-n"], input=s, text=True, capture_output=True, check=False)
-            assert r.returncode == 0, (s, r.stderr)
 
 
 @dataclass

@@ -16,14 +16,9 @@ from testbed.cluster import cluster as cl
 from testbed.cluster import sshd as sshd_mod
 from testbed.cluster import state as state_mod
 from testbed.cluster.sshd import SshHost, SshPaths
-from tests.unit.test_cluster_lifecycle import assert_pristine, config, make_env
+from tests.support.cluster_fakes import HOSTS, assert_pristine, config, make_env
 
 PATHS = SshPaths("/run/cosched")
-HOSTS = [
-    SshHost("head", "10.212.0.254", None),
-    SshHost("n0", "10.212.0.1", "cosched-n0", "10.211.0.1"),
-    SshHost("n1", "10.212.0.2", "cosched-n1", "10.211.0.2"),
-]
 
 
 def _conf(text: str) -> dict[str, str]:
@@ -131,26 +126,6 @@ def test_ssh_state_round_trips_through_the_ledger() -> None:
     s = sshd_mod.SshState("/d/ssh", "/d/inventory.yml", "/d/ssh_config", True)
     s.sshds = [sshd_mod.SshdRecord("n0", 12, 3.5, ["sshd"], "/d/ssh/sshd-n0.log")]
     assert sshd_mod.SshState.from_dict(s.to_dict()) == s
-
-
-def test_write_files_makes_a_private_directory_and_refuses_a_planted_link(tmp_path: Path) -> None:
-    if sshd_mod.sshd_available() is not None:
-        pytest.skip("ssh-keygen or sshd not installed")
-    paths = SshPaths(str(tmp_path))
-    sshd_mod.write_files(HOSTS, paths)
-    assert stat.S_IMODE(os.stat(paths.dir).st_mode) == 0o700
-    for f in (paths.host_key, paths.client_key, paths.authorized_keys, paths.inventory,
-              paths.ssh_config, paths.known_hosts, paths.conf("n0")):  # fmt: skip
-        assert stat.S_IMODE(os.stat(f).st_mode) == 0o600, f
-    assert sshd_mod.remove_files(paths)
-    assert sorted(os.listdir(tmp_path)) == []
-    # someone plants ssh -> elsewhere: refused, nothing written through it
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    os.symlink(elsewhere, paths.dir)
-    with pytest.raises(sshd_mod.ClusterError, match="not a directory of ours"):
-        sshd_mod.write_files(HOSTS, paths)
-    assert os.listdir(elsewhere) == []
 
 
 class FakeSsh:

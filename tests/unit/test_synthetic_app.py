@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -21,17 +20,13 @@ from apps.synthetic import (
     main,
     run,
 )
-from common.ports import free_port
+from tests.support.apps import synthetic_cfg
 
 # -- program ----------------------------------------------------------------
 
 
-def _cfg(argv: list[str], env: dict[str, str]) -> Config:
-    return config_from(build_parser().parse_args(argv), env)
-
-
 def test_defaults_are_the_papers_values_and_a_single_rank() -> None:
-    cfg = _cfg([], {})
+    cfg = synthetic_cfg([], {})
     assert (cfg.rank, cfg.size, cfg.gcomp, cfg.gio, cfg.nbytes) == (
         0,
         1,
@@ -49,14 +44,14 @@ def test_environment_gives_rank_and_flags_override_it() -> None:
         "COSCHED_RANK0_ADDR": "10.0.0.1",
         "COSCHED_PORT": "7001",
     }
-    cfg = _cfg([], env)
+    cfg = synthetic_cfg([], env)
     assert (cfg.rank, cfg.size, cfg.rank0_addr, cfg.port) == (2, 4, "10.0.0.1", 7001)
-    cfg = _cfg(["--rank", "3", "--port", "7002", "--rank0-addr", "h0", "--no-fsync"], env)
+    cfg = synthetic_cfg(["--rank", "3", "--port", "7002", "--rank0-addr", "h0", "--no-fsync"], env)
     assert (cfg.rank, cfg.size, cfg.rank0_addr, cfg.port, cfg.fsync) == (3, 4, "h0", 7002, False)
 
 
 def test_duration_alone_means_no_iteration_bound() -> None:
-    cfg = _cfg(["--duration", "5"], {})
+    cfg = synthetic_cfg(["--duration", "5"], {})
     assert cfg.iterations is None and cfg.duration == 5
 
 
@@ -87,7 +82,7 @@ def test_bad_configuration_is_one_clear_line(
     argv: list[str], env: dict[str, str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        _cfg(argv, env)
+        synthetic_cfg(argv, env)
     assert main(argv, env) == 2
     err = capsys.readouterr().err
     assert err.startswith("synthetic: ") and len(err.strip().splitlines()) == 1
@@ -140,36 +135,15 @@ def test_emulated_device_blocks_without_cpu() -> None:
     assert res["params"]["device_latency"] == 0.005
 
 
-def test_ranks_communicate_through_the_library_and_agree_on_stop() -> None:
-    port = free_port()
-    out: dict[int, dict[str, object]] = {}
-
-    def rank(r: int) -> None:
-        env = {"COSCHED_RANK": str(r), "COSCHED_SIZE": "3", "COSCHED_PORT": str(port)}
-        argv = ["--duration", "0.2", "--gcomp", "2000", "--comm", "nn", "--msg-bytes", "100"]
-        out[r] = run(_cfg(argv, env))
-
-    ts = [threading.Thread(target=rank, args=(r,)) for r in (2, 0, 1)]  # any start order
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(30)
-    counts = {r: res["barriers"] for r, res in out.items()}
-    assert len(counts) == 3 and len(set(counts.values())) == 1  # the same barrier stops all
-    msgs = out[1]["messages"]
-    assert isinstance(msgs, dict)
-    # each iteration: 2 neighbour messages + the barrier's arrive and release
-    assert msgs["messages_received"] == 3 * counts[1]
-    assert msgs["md_count"] == msgs["messages_received"]
-
-
 def test_comm_flags_are_checked() -> None:
     with pytest.raises(ConfigError, match="--msg-bytes and --comm-rounds must be >= 0"):
-        _cfg(["--msg-bytes", "-1"], {})
+        synthetic_cfg(["--msg-bytes", "-1"], {})
     with pytest.raises(ConfigError, match="COSCHED_PEERS names 1 addresses for 2 ranks"):
-        _cfg([], {"COSCHED_SIZE": "2", "COSCHED_PORT": "7000", "COSCHED_PEERS": "10.0.0.1"})
+        synthetic_cfg(
+            [], {"COSCHED_SIZE": "2", "COSCHED_PORT": "7000", "COSCHED_PEERS": "10.0.0.1"}
+        )
     with pytest.raises(ConfigError, match="COSCHED_WAIT"):
-        _cfg([], {"COSCHED_WAIT": "nap"})
+        synthetic_cfg([], {"COSCHED_WAIT": "nap"})
 
 
 def test_negative_device_latency_is_refused() -> None:

@@ -35,7 +35,7 @@ def test_window_memory_is_taken_at_start() -> None:
 
 def test_unscraped_skews_stay_bounded() -> None:
     from controller.telemetry import SKEW_WINDOW, Switches
-    from tests.unit.test_controller_core import make, step
+    from tests.unit.controller_fakes import make, step
 
     s, _pool, clock = make("gang", 2)
     s.submit({"size": 2, "argv": ["true"]}, "root")

@@ -1,0 +1,1 @@
+"""What tests share: fixtures, fakes, the host's footprint, the tier rules (no tests here)."""

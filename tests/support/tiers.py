@@ -1,0 +1,188 @@
+"""The test tiers and the test tree's layout: where a test lives says what it may do.
+
+* ``tests/unit/`` mirrors the source tree (``controller/policies/paired.py`` ->
+  ``tests/unit/controller/policies/test_paired.py``): pure tests, no root, no
+  process, no socket; ``tests/property/`` and ``tests/fuzz/`` are pure too. These
+  are the fast tier, what ``make check`` runs.
+* ``tests/live/`` mirrors the source tree for tests that start processes or
+  sockets (daemons on loopback, rank processes, ansible, promtool) without root.
+* ``tests/integration/``, ``tests/faults/``, ``tests/security/``: root, the real
+  kernel (cgroups, namespaces, links, clusters).
+* ``tests/support/``: the helpers tests share; no test module imports another.
+
+tests/conftest.py marks every test from these rules (``root``, ``live``, ``slow``,
+``v2only``) and refuses, at run time, a process or socket in the fast tier;
+tests/unit/test_tree.py fails on a file in the wrong place. Pure: no I/O here
+but reading the source tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
+SOURCE_PACKAGES = ("agent", "apps", "common", "controller", "testbed")
+
+FAST_DIRS = ("unit", "property", "fuzz")
+LIVE_DIRS = ("live", "integration", "faults", "security")
+ROOT_DIRS = ("integration", "faults", "security")
+MIRRORED_DIRS = ("unit", "live")
+TIER_DIRS = (*FAST_DIRS, *LIVE_DIRS)
+# Files allowed directly in tests/unit/ (about the repository as a whole, not a module).
+UNIT_TOP_LEVEL = frozenset({"test_tree.py"})
+
+# Tests that bring up a whole cluster or deployment, or run for minutes: `slow`
+# (measured with `make durations`: over 20 s on this 2-core host, loaded). Module
+# paths (every test in it) or node ids.
+SLOW = frozenset(
+    {
+        "tests/integration/test_deploy_ssh.py",
+        "tests/integration/test_deploy_systemd.py",
+        "tests/integration/test_npb_cluster.py",
+        "tests/integration/test_npb_stream.py",
+        "tests/integration/test_calibrate_live.py",
+        "tests/integration/test_validate_live.py",
+        "tests/integration/test_dashboards_live.py",
+        "tests/integration/test_monitor_live.py",
+        "tests/integration/test_cdc_live.py",
+        "tests/faults/test_partition.py",
+        "tests/faults/test_controller_kill.py",
+        "tests/faults/test_agent_kill.py",
+        "tests/property/test_sim_properties.py::test_same_workload_same_result",
+    }
+)
+
+# What CI runs again on the host made cgroup-v2-only (scripts/test.sh, stage 2):
+# the cgroup contract, cluster up, agents, gang and paired runs, the systemd deploy.
+V2ONLY = frozenset(
+    {
+        "tests/integration/common/cgroups/test_contract.py",
+        "tests/integration/test_cluster.py",
+        "tests/integration/test_cluster_agents.py",
+        "tests/integration/test_agent_live.py",
+        "tests/integration/test_controller_live.py",
+        "tests/integration/test_timed_switch_live.py",
+        "tests/integration/test_deploy_systemd.py",
+    }
+)
+
+
+def tier_dir(relpath: str) -> str | None:
+    """``unit``, ``live``, ... for a path relative to the repository, else None."""
+    parts = Path(relpath).parts
+    if len(parts) >= 2 and parts[0] == "tests" and parts[1] in TIER_DIRS:
+        return parts[1]
+    return None
+
+
+def listed(nodeid: str, names: Iterable[str]) -> bool:
+    """A node id is listed by its module path or by its id (parameters stripped)."""
+    module, _, rest = nodeid.partition("::")
+    bare = f"{module}::{rest.split('[', 1)[0]}" if rest else module
+    return any(n in (module, bare, nodeid) for n in names)
+
+
+# ---- the layout of the test tree --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Misplaced:
+    path: str  # relative to the repository
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.why}"
+
+
+def source_names(pkg_dir: Path) -> set[str]:
+    """Modules and subpackages of a source package directory (``paired``, ``npb``, ...)."""
+    out = set()
+    for e in pkg_dir.iterdir():
+        if e.is_file() and e.suffix == ".py" and e.name != "__init__.py":
+            out.add(e.stem.rstrip("_"))
+        elif e.is_dir() and (e / "__init__.py").exists():
+            out.add(e.name)
+    return out
+
+
+def mirror_problem(rel_dir: tuple[str, ...], filename: str, repo: Path = REPO) -> str | None:
+    """Why ``tests/<tier>/<rel_dir>/<filename>`` does not mirror a source module, or None."""
+    if not rel_dir or rel_dir[0] not in SOURCE_PACKAGES:
+        return f"put it in the directory of the package it tests ({', '.join(SOURCE_PACKAGES)})"
+    src = repo.joinpath(*rel_dir)
+    if not (src / "__init__.py").exists():
+        return f"{'/'.join(rel_dir)}/ is not a source package"
+    stem = filename.removeprefix("test_").removesuffix(".py")
+    names = source_names(src)
+    if not any(stem == n or stem.startswith(n + "_") for n in names):
+        return (
+            f"test_<module>[_topic].py: no module of {'/'.join(rel_dir)}/ starts its name "
+            f"(it has {', '.join(sorted(names))})"
+        )
+    return None
+
+
+def imported_test_modules(path: Path) -> list[str]:
+    """``tests.*`` modules a file imports, other than the support package."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            names = [f"(relative) {node.module or ''}"]
+        for n in names:
+            ours = n == "tests" or n.startswith("tests.")
+            if n.startswith("(relative)") or (ours and not n.startswith("tests.support")):
+                out.append(n)
+    return out
+
+
+def misplaced(tests: Path = TESTS, repo: Path = REPO) -> list[Misplaced]:
+    """Every file of the test tree that breaks the rules of the module docstring."""
+    out: list[Misplaced] = []
+    for path in sorted(tests.rglob("*.py")):
+        rel = path.relative_to(repo)
+        parts = path.relative_to(tests).parts
+        name = path.name
+        if "__pycache__" in parts:
+            continue
+        if name not in ("__init__.py", "conftest.py") and (bad := imported_test_modules(path)):
+            out.append(Misplaced(str(rel), f"imports {', '.join(bad)}: import from tests.support"))
+        if len(parts) == 1:
+            if name not in ("__init__.py", "conftest.py"):
+                out.append(Misplaced(str(rel), "tests/ holds only tier directories"))
+            continue
+        top = parts[0]
+        if top == "support":
+            if name.startswith("test_"):
+                out.append(Misplaced(str(rel), "tests/support/ holds helpers, not tests"))
+            continue
+        if top not in TIER_DIRS:
+            out.append(
+                Misplaced(str(rel), f"not in a tier directory ({', '.join(TIER_DIRS)}, support)")
+            )
+            continue
+        if name in ("__init__.py", "conftest.py"):
+            continue
+        if not name.startswith("test_"):
+            out.append(Misplaced(str(rel), "a helper: move it to tests/support/"))
+            continue
+        if top in MIRRORED_DIRS:
+            inner = parts[1:-1]
+            if top == "unit" and not inner and name in UNIT_TOP_LEVEL:
+                continue
+            why = mirror_problem(inner, name, repo)
+            if why:
+                out.append(Misplaced(str(rel), f"tests/{top}/ mirrors the source tree: {why}"))
+        for d in range(1, len(parts)):
+            init = tests.joinpath(*parts[:d]) / "__init__.py"
+            if not init.exists():
+                out.append(Misplaced(str(rel), f"{init.relative_to(repo)} is missing"))
+    return out
