@@ -23,6 +23,7 @@ from common.cgroups import V2Driver
 from tests.support.live_agent import (
     BUSY,
     BUSY_ON_CPU1,
+    UNIFIED,
     LiveAgent,
     needs_v1,
     needs_v2,
@@ -192,7 +193,8 @@ def test_agent_exit_thaws_and_restart_reattaches(make_agent: Callable[..., LiveA
 
 @needs_v2
 def test_v2_freeze_thaw_real_process() -> None:
-    drv = V2Driver("/sys/fs/cgroup/unified")
+    assert UNIFIED is not None
+    drv = V2Driver(UNIFIED)
     parent = f"cosched/v2test-{os.getpid()}-{secrets.token_hex(3)}"
     cg = f"{parent}/job-1"
     proc: subprocess.Popen[bytes] | None = None

@@ -26,7 +26,7 @@ from testbed.cluster import state as state_mod
 from testbed.cluster.errors import ClusterError
 from testbed.cluster.netns import netns_inode
 from testbed.cluster.profiles import parse_profile
-from tests.support.host import EMPTY_FOOTPRINT, cosched_footprint
+from tests.support.host import EMPTY_FOOTPRINT, cgroups, cosched_footprint, group_dir
 
 pytestmark = pytest.mark.root
 
@@ -135,8 +135,8 @@ def test_up_no_agents_then_down_leaves_nothing(root_cluster_env: Path) -> None:
     fp = cosched_footprint()
     assert fp["netns"] == ["cosched-ctl", "cosched-data", "cosched-n0", "cosched-n1"]
     assert fp["links"] == ["csc-host"]
-    assert "/sys/fs/cgroup/freezer/cosched/n0" in fp["cgroups"]
-    assert os.path.isdir("/sys/fs/cgroup/cpuacct/cosched/n1")
+    assert group_dir("freezer", "cosched/n0") in fp["cgroups"]
+    assert os.path.isdir(group_dir("cpuacct", "cosched/n1"))
     # data network node-to-node, control network host-to-node
     assert tcp_reaches("cosched-n0", "cosched-n1", "10.211.0.2")
     assert tcp_reaches(None, "cosched-n1", "10.212.0.2")
@@ -174,9 +174,9 @@ def test_agents_start_in_node_namespace_and_cgroups(root_cluster_env: Path) -> N
         assert os.stat(f"/proc/{rec.pid}/ns/net").st_ino == netns_inode(f"cosched-{node}")
         for ctrl in ("cpu", "cpuacct", "freezer"):
             # the agent's leaf: cgroup v2 keeps processes out of inner groups
-            with open(f"/sys/fs/cgroup/{ctrl}/cosched/{node}/agent/cgroup.procs") as f:
+            with open(group_dir(ctrl, f"cosched/{node}/agent") + "/cgroup.procs") as f:
                 assert str(rec.pid) in f.read().split()
-    assert Path("/sys/fs/cgroup/cpu/cosched/n0/cpu.cfs_quota_us").read_text().strip() == "5000"
+    assert cgroups().cpu_capacity("cosched/n0") == pytest.approx(0.5)  # its CFS quota
     key = state_mod.key_path(str(root_cluster_env))
     assert len(bytes.fromhex(Path(key).read_text())) == 32 and os.stat(key).st_mode & 0o777 == 0o600
 
@@ -199,8 +199,9 @@ def test_clean_after_crash(root_cluster_env: Path) -> None:
     pids = [a.pid for a in st.agents]
     # A crash: the state is lost and one node cgroup is frozen with its agent inside.
     os.unlink(state_mod.state_path(str(root_cluster_env)))
-    with open("/sys/fs/cgroup/freezer/cosched/n1/freezer.state", "w") as f:
-        f.write("FROZEN")
+    path, value = cgroups().request_file("cosched/n1", True)
+    with open(path, "w") as f:
+        f.write(value)
     assert cli.main(["cluster", "down"]) == 0  # nothing recorded: does nothing
     assert cosched_footprint()["netns"]
 

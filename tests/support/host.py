@@ -140,3 +140,39 @@ def wait_for_footprint(before: dict[str, set[str]], grace_s: float = 5.0) -> dic
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+def cgroups() -> Any:
+    """The driver on this host's cgroups as `cluster up --cgroup auto` would pick them."""
+    from common.cgroups import open_cgroups
+
+    return open_cgroups("auto")
+
+
+def group_dir(resource: str, rel: str) -> str:
+    """Where the group ``rel`` is in the hierarchy that serves ``resource`` here."""
+    h = cgroups().layout.controllers[resource]
+    return f"{h.mount}/{rel}"
+
+
+def freezer_states(pattern: str) -> dict[str, str]:
+    """``FROZEN``/``THAWED`` of the groups matching ``pattern`` (a glob relative to the
+    freezer's hierarchy, e.g. ``cosched/n*/job-*``), read from v1's freezer.state or
+    cgroup2's cgroup.events, whichever serves the freezer here."""
+    import glob
+
+    h = cgroups().layout.controllers["freezer"]
+    out = {}
+    for d in glob.glob(f"{h.mount}/{pattern}"):
+        rel = os.path.relpath(d, h.mount)
+        try:
+            if h.version == 1:
+                with open(f"{d}/freezer.state", encoding="ascii") as f:
+                    out[rel] = f.read().strip()
+            else:
+                with open(f"{d}/cgroup.events", encoding="ascii") as f:
+                    ev = dict(line.split() for line in f.read().splitlines() if line)
+                out[rel] = "FROZEN" if ev.get("frozen") == "1" else "THAWED"
+        except (OSError, ValueError):
+            continue
+    return out

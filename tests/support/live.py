@@ -4,7 +4,6 @@ controller, talk to it, and sample the freezer states for two jobs THAWED at onc
 from __future__ import annotations
 
 import contextlib
-import glob
 import signal
 import subprocess
 import sys
@@ -127,14 +126,13 @@ class Live:
         cluster_mod.down(self.env)
 
     def freezer_states(self) -> dict[tuple[str, str], str]:
+        """(node, job group) -> FROZEN/THAWED, v1 or cgroup2 (tests/support/host.py)."""
+        from tests.support.host import freezer_states
+
         out = {}
-        for path in glob.glob("/sys/fs/cgroup/freezer/cosched/n*/job-*/freezer.state"):
-            parts = path.split("/")
-            try:
-                with open(path) as f:
-                    out[(parts[-3], parts[-2])] = f.read().strip()
-            except OSError:
-                continue
+        for rel, state in freezer_states("cosched/n*/job-*").items():
+            parts = rel.split("/")
+            out[(parts[-2], parts[-1])] = state
         return out
 
     def log_text(self) -> str:

@@ -21,11 +21,9 @@ import pytest
 from agent.client import AgentClient
 from common.cgroups import Cgroups, V1Driver, V2Driver
 from common.ports import free_port
+from tests.support.host import cgroup_mounts
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-CG = Path("/sys/fs/cgroup")
 
 
 BUSY = [sys.executable, "-c", "while True: pass"]
@@ -34,15 +32,16 @@ BUSY = [sys.executable, "-c", "while True: pass"]
 BUSY_ON_CPU1 = [sys.executable, "-c", "import os\nos.sched_setaffinity(0, {1})\nwhile True: pass"]
 
 
+_V1, UNIFIED = cgroup_mounts()
 needs_v1 = pytest.mark.skipif(
-    os.geteuid() != 0 or not (CG / "freezer/tasks").exists() or not (CG / "cpuacct/tasks").exists(),
-    reason="needs root and the cgroup v1 freezer/cpu/cpuacct hierarchies",
+    os.geteuid() != 0 or not {"freezer", "cpu", "cpuacct"} <= set(_V1),
+    reason="needs the cgroup v1 hierarchies (freezer, cpu, cpuacct) and root",
 )
 
 
 needs_v2 = pytest.mark.skipif(
-    os.geteuid() != 0 or not (CG / "unified/cgroup.controllers").exists(),
-    reason="needs root and cgroup2 mounted at /sys/fs/cgroup/unified",
+    os.geteuid() != 0 or UNIFIED is None,
+    reason="needs root and a cgroup2 mount",
 )
 
 
@@ -151,8 +150,9 @@ def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
             return _start_agent(node, port, mport, keyfile, parent, run, log, failsafe, extra)
 
         if backend == "v2":
-            extra = ["--backend", "v2", "--cgroup-root", str(CG / "unified")]
-            drv: Cgroups = V2Driver(CG / "unified")
+            assert UNIFIED is not None
+            extra = ["--backend", "v2", "--cgroup-root", UNIFIED]
+            drv: Cgroups = V2Driver(UNIFIED)
         else:
             extra, drv = ["--backend", "v1"], V1Driver()
         extra += ["--switch", switch]
