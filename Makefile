@@ -1,10 +1,14 @@
-# The two commands of the README: `make run` (the default experiment) and `make test`.
-# Both create a project-local virtualenv (.venv) and install what they need.
+# The README's commands: `make run` (the default experiment), `make check` (lint, types
+# and the fast tier, about a minute: run it after every change) and `make test`
+# (everything, what CI runs). Each creates a project-local virtualenv (.venv) first.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The fast tier: tests marked `fast` (no root, no process, no socket, not slow; set
+# by tests/conftest.py), on every core.
+FAST := -q -m fast -n auto tests/unit tests/property tests/fuzz
 
-.PHONY: run test lint clean-venv
+.PHONY: run check test test-fast test-v2only lint clean-venv
 
 $(STAMP): pyproject.toml
 	bash scripts/bootstrap.sh $(VENV)
@@ -13,8 +17,21 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	bash scripts/run-default.sh $(VENV)
 
+check: $(STAMP)
+	bash scripts/test.sh $(VENV) --lint-only
+	@echo "== pytest (fast tier)"
+	$(VENV)/bin/pytest $(FAST)
+
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest $(FAST)
+
 test: $(STAMP)
 	bash scripts/test.sh $(VENV)
+
+# CI's second stage alone: the host made cgroup-v2-only for the `v2only` tests, then
+# given back its v1 hierarchies (root; hold /work/host.lock or the like around it).
+test-v2only: $(STAMP)
+	bash scripts/test.sh $(VENV) --v2only-stage
 
 lint: $(STAMP)
 	bash scripts/test.sh $(VENV) --lint-only

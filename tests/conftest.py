@@ -2,10 +2,10 @@
 
 * Every test is marked from where it lives and what it uses (tests/support/tiers.py):
   ``live`` outside the fast directories, ``root`` in the root directories or when it
-  uses a ``root_*`` fixture, ``slow`` and ``v2only`` from the lists there. ``make
-  check`` runs ``-m "not live and not root and not slow"``; ``make test`` runs all.
+  uses a ``root_*`` fixture, ``slow`` and ``v2only`` from the lists there; ``fast`` on the
+  rest. ``make check`` runs ``-m fast`` (in parallel); ``make test`` runs all.
 * A fast-tier test that starts a process or opens a socket fails, saying where it
-  belongs (tests/live/ or tests/integration/).
+  belongs (a ``test_*_live.py`` module, or LIVE_MODULES in tests/support/tiers.py).
 * On CI as root (``CI=true``), a skip fails the test unless its reason matches
   tests/support/allowed_skips.py: a tier that silently stopped running is a break.
 * Every live test, as root, leaves the host as it found it: namespaces, root links,
@@ -17,8 +17,12 @@
 
 from __future__ import annotations
 
+import multiprocessing.process
 import os
-from collections.abc import Iterator
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -28,6 +32,7 @@ from tests.support.allowed_skips import allowed
 from tests.support.fixtures import free_host, root_cluster_env, root_host  # noqa: F401
 
 ON_CI = os.environ.get("CI") == "true"
+CALL_FAILED = pytest.StashKey[bool]()
 IS_ROOT = os.geteuid() == 0
 
 settings.register_profile("ci", derandomize=True, print_blob=True, database=None)
@@ -51,14 +56,66 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         live_param = bool(target and getattr(target.params.get("target"), "live", False))
         if tier in tiers.ROOT_DIRS or any(n.startswith("root_") for n in names):
             item.add_marker(pytest.mark.root)
-        if tier in tiers.LIVE_DIRS or item.get_closest_marker("root") or live_param:
+        live = tier in tiers.LIVE_DIRS or tiers.is_live_module(item.nodeid)
+        if live or item.get_closest_marker("root") or live_param:
             item.add_marker(pytest.mark.live)
         if tiers.listed(item.nodeid, tiers.SLOW):
             item.add_marker(pytest.mark.slow)
         if tiers.listed(item.nodeid, tiers.V2ONLY):
             item.add_marker(pytest.mark.v2only)
+        if not any(item.get_closest_marker(m) for m in ("live", "root", "slow")):
+            item.add_marker(pytest.mark.fast)
         if not IS_ROOT and item.get_closest_marker("root"):
             item.add_marker(pytest.mark.skip(reason="needs root (real cgroups, namespaces)"))
+
+
+# ---- the fast tier starts no process and opens no socket -------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_guard(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """In tests/unit, property and fuzz (unless marked live), starting a process or
+    binding/connecting a socket fails the test, saying where it belongs: the fast tier
+    must stay fast and safe to run anywhere, in parallel. socketpair() is allowed
+    (asyncio's loops use one)."""
+    node = request.node
+    if tiers.tier_dir(_rel(node)) not in tiers.FAST_DIRS or node.get_closest_marker("live"):
+        yield
+        return
+    seen: list[str] = []
+
+    def refuse(what: str) -> Callable[..., Any]:
+        def guard(*_a: Any, **_k: Any) -> Any:
+            seen.append(what)
+            raise AssertionError(
+                f"the fast tier starts no process and opens no socket ({what}): move "
+                f"{node.nodeid} to a test_*_live.py module (tests/support/tiers.py)"
+            )
+
+        return guard
+
+    def sock_guard(name: str) -> Callable[..., Any]:
+        orig = getattr(socket.socket, name)
+
+        def guard(self: socket.socket, *a: Any, **k: Any) -> Any:
+            if self.family in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
+                return refuse(f"socket.{name}")()
+            return orig(self, *a, **k)
+
+        return guard
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse("subprocess"))
+    monkeypatch.setattr(os, "fork", refuse("os.fork"))
+    monkeypatch.setattr(os, "posix_spawn", refuse("os.posix_spawn"))
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("multiprocessing"))
+    for name in ("bind", "connect", "connect_ex"):
+        monkeypatch.setattr(socket.socket, name, sock_guard(name))
+    yield
+    # a test that caught the AssertionError still fails (once: not again when it failed)
+    if seen and not node.stash.get(CALL_FAILED, False):
+        pytest.fail(f"{node.nodeid} tried {', '.join(sorted(set(seen)))} in the fast tier")
 
 
 # ---- loud skips on CI -----------------------------------------------------------------
@@ -68,10 +125,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     rep = outcome.get_result()
+    if rep.when == "call":
+        item.stash[CALL_FAILED] = rep.failed
     if not (ON_CI and IS_ROOT and rep.skipped) or hasattr(rep, "wasxfail"):
         return
     reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
-    if allowed(reason):
+    if allowed(reason, os.environ.get("COSCHED_TEST_STAGE", "hybrid")):
         return
     rep.outcome = "failed"
     rep.longrepr = (
@@ -101,9 +160,7 @@ def _leaves_no_trace(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(scope="module", autouse=True)
 def _module_leaves_no_trace(request: pytest.FixtureRequest) -> Iterator[None]:
     """The same for a module's shared fixtures (a module-scoped cluster)."""
-    live = any(
-        tiers.tier_dir(str(request.path.relative_to(tiers.REPO))) in tiers.LIVE_DIRS for _ in (0,)
-    )
+    live = tiers.tier_dir(request.node.nodeid) in tiers.LIVE_DIRS
     if not (IS_ROOT and live):
         yield
         return

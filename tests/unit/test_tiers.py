@@ -1,0 +1,57 @@
+"""The tiers' rules (tests/support/tiers.py, tests/support/allowed_skips.py) and the
+lists they read: a listed module or test that was renamed or removed would silently
+drop a test out of its tier, so every entry must name something that exists."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests.support import tiers
+from tests.support.allowed_skips import allowed
+
+
+def _functions(module: str) -> set[str]:
+    tree = ast.parse((tiers.REPO / module).read_text(encoding="utf-8"))
+    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+@pytest.mark.parametrize("name", ["SLOW", "V2ONLY", "LIVE_MODULES"])
+def test_every_listed_module_and_test_exists(name: str) -> None:
+    missing = []
+    for entry in sorted(getattr(tiers, name)):
+        module, _, test = entry.partition("::")
+        there = (tiers.REPO / module).is_file()
+        if not there or (test and test.split("[", 1)[0] not in _functions(module)):
+            missing.append(entry)
+    assert not missing, f"tests/support/tiers.py {name} names what is not there: {missing}"
+
+
+def test_tier_dir_and_listing() -> None:
+    assert tiers.tier_dir("tests/unit/test_gang.py") == "unit"
+    assert tiers.tier_dir("tests/integration/test_cluster.py") == "integration"
+    assert tiers.tier_dir("tests/support/host.py") is None
+    assert tiers.tier_dir("common/cgroups/fake.py") is None
+    names = {"tests/unit/a.py", "tests/unit/b.py::test_x"}
+    assert tiers.listed("tests/unit/a.py::test_y[1]", names)
+    assert tiers.listed("tests/unit/b.py::test_x[p-q]", names)
+    assert not tiers.listed("tests/unit/b.py::test_xy", names)
+    assert tiers.is_live_module("tests/unit/test_cli_live.py::test_z")
+    assert not tiers.is_live_module("tests/unit/test_gang.py::test_z")
+
+
+def test_allowed_skips_are_per_stage() -> None:
+    hybrid_cpu = "cgroup2 at /sys/fs/cgroup/unified offers no cpu controller here"
+    assert allowed(hybrid_cpu, "hybrid")
+    # in the v2-only stage cgroup2 must offer cpu: the same skip is a failure there
+    assert not allowed(hybrid_cpu, "v2only")
+    v1 = "needs the cgroup v1 hierarchies (freezer, cpu, cpuacct) and root"
+    assert allowed(v1, "v2only") and not allowed(v1, "hybrid")
+    for reason in (
+        "promtool not installed",
+        "host already has cosched objects: {'netns': ['cosched-n0']}",
+        "needs root (real cgroups, namespaces)",
+        "Open MPI (mpirun) not installed",
+    ):
+        assert not allowed(reason, "hybrid") and not allowed(reason, "v2only")
