@@ -20,14 +20,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.host import unified_mount
 from tests.support.live import SPIN, Live
 
-UNIFIED = "/sys/fs/cgroup/unified"
+# Where cgroup2 is mounted (/sys/fs/cgroup/unified here, /sys/fs/cgroup on a v2-only
+# distribution), found in /proc/self/mounts.
+UNIFIED = unified_mount() or "/sys/fs/cgroup/unified"
 
 
 def _v2_skip_reason() -> str | None:
     if not os.path.exists(f"{UNIFIED}/cgroup.controllers"):
-        return f"no cgroup2 mount at {UNIFIED}"
+        return "no cgroup2 mount on this host"
     if not os.path.isdir("/sys/fs/cgroup/cpu"):
         return "not a hybrid host: the v2-only paths run in the default tests"
     return None
