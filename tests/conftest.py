@@ -21,6 +21,7 @@ import multiprocessing.process
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -52,12 +53,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rel = _rel(item)
         tier = tiers.tier_dir(rel)
         names = set(getattr(item, "fixturenames", ()))
-        target = getattr(item, "callspec", None)
-        live_param = bool(target and getattr(target.params.get("target"), "live", False))
         if tier in tiers.ROOT_DIRS or any(n.startswith("root_") for n in names):
             item.add_marker(pytest.mark.root)
         live = tier in tiers.LIVE_DIRS or tiers.is_live_module(item.nodeid)
-        if live or item.get_closest_marker("root") or live_param:
+        if live or item.get_closest_marker("root"):
             item.add_marker(pytest.mark.live)
         if tiers.listed(item.nodeid, tiers.SLOW):
             item.add_marker(pytest.mark.slow)
@@ -70,6 +69,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # ---- the fast tier starts no process and opens no socket -------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _daemon_probe_once() -> None:
+    """The daemons' command line probes the interpreter once (common/daemons.py, cached):
+    run that probe here, before any test's guard, so building a command line stays pure."""
+    from common.daemons import isolation_flags
+
+    isolation_flags(sys.executable)  # the key python_argv uses
 
 
 @pytest.fixture(autouse=True)
