@@ -1,7 +1,7 @@
 """Fixtures of the security suite: a real 2-node cluster, its controller, two test users.
 
 Root only, like the fault suite (CI runs as root; there these tests must run, not
-skip). ``sec`` yields a :class:`Sec`: the cluster (tests/integration Live), a
+skip). ``sec`` yields a :class:`Sec`: the cluster (tests/support/live.py Live), a
 sandbox with a victim and an attacker user (tests/security/sandbox.py), and
 helpers to wait for jobs and to ask the daemons whether they still answer.
 """
@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import root_cluster_env  # noqa: F401
-from tests.integration.test_controller_live import Live
 from tests.security.sandbox import Sandbox, User
+from tests.support.live import Live
 
 ENDED = ("done", "failed", "killed")
 
@@ -114,7 +113,7 @@ DAEMON_NOFILE = 1024
 
 
 @pytest.fixture
-def sec(root_cluster_env: Path, tmp_path: Path) -> Iterator[Sec]:  # noqa: F811
+def sec(root_cluster_env: Path, tmp_path: Path) -> Iterator[Sec]:
     box = Sandbox()
     live = Live(root_cluster_env, box.run)
     limits = resource.getrlimit(resource.RLIMIT_NOFILE)
