@@ -31,9 +31,11 @@ from hypothesis import settings
 from tests.support import tiers
 from tests.support.allowed_skips import allowed
 from tests.support.fixtures import free_host, root_cluster_env, root_host  # noqa: F401
+from tests.support.live_agent import make_agent  # noqa: F401
 
 ON_CI = os.environ.get("CI") == "true"
 CALL_FAILED = pytest.StashKey[bool]()
+STAGE = os.environ.get("COSCHED_TEST_STAGE", "hybrid")  # scripts/test.sh: hybrid, v2only
 IS_ROOT = os.geteuid() == 0
 
 settings.register_profile("ci", derandomize=True, print_blob=True, database=None)
@@ -62,6 +64,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if tiers.listed(item.nodeid, tiers.V2ONLY):
             item.add_marker(pytest.mark.v2only)
+            if STAGE == "v2only" and tiers.listed(item.nodeid, tiers.V2ONLY_KNOWN_FAILURES):
+                why = tiers.V2ONLY_KNOWN_FAILURES[
+                    tiers.listed_key(item.nodeid, tiers.V2ONLY_KNOWN_FAILURES)
+                ]
+                item.add_marker(pytest.mark.xfail(reason=f"known on cgroup-v2-only: {why}"))
         if not any(item.get_closest_marker(m) for m in ("live", "root", "slow")):
             item.add_marker(pytest.mark.fast)
         if not IS_ROOT and item.get_closest_marker("root"):
@@ -138,7 +145,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not (ON_CI and IS_ROOT and rep.skipped) or hasattr(rep, "wasxfail"):
         return
     reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
-    if allowed(reason, os.environ.get("COSCHED_TEST_STAGE", "hybrid")):
+    if allowed(reason, STAGE):
         return
     rep.outcome = "failed"
     rep.longrepr = (

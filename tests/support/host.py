@@ -172,7 +172,11 @@ def freezer_states(pattern: str) -> dict[str, str]:
             else:
                 with open(f"{d}/cgroup.events", encoding="ascii") as f:
                     ev = dict(line.split() for line in f.read().splitlines() if line)
-                out[rel] = "FROZEN" if ev.get("frozen") == "1" else "THAWED"
+                with open(f"{d}/cgroup.freeze", encoding="ascii") as f:
+                    asked = f.read().strip() == "1"
+                # v1's FREEZING: asked to freeze, not all stopped yet (not running free)
+                frozen = ev.get("frozen") == "1"
+                out[rel] = "FROZEN" if frozen else "FREEZING" if asked else "THAWED"
         except (OSError, ValueError):
             continue
     return out

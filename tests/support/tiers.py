@@ -76,6 +76,26 @@ V2ONLY = frozenset(
 )
 
 
+# Failing in the v2-only stage when it first ran (2026-11-26, scripts/test.sh stage 2 by
+# hand): expected failures there (xfail, not strict: an XPASS shows the fix), each with
+# what it showed. To be fixed, then removed from here.
+TWO_THAWED = "samples with two jobs THAWED on a node (90 to 488 of about 1,100 in one run)"
+V2ONLY_KNOWN_FAILURES: dict[str, str] = {
+    "tests/integration/test_cgroup_contract.py::test_the_fake_does_what_the_kernel_does"
+    "[cgroup2-no_internal_processes]": "the kernel's add_pid to g/leaf fails EOPNOTSUPP with cpu",
+    "tests/integration/test_controller_live.py::test_strict_gang_forged_tcp_and_failsafe": (
+        TWO_THAWED
+    ),
+    "tests/integration/test_controller_live.py::test_checkpoint_restore_mid_run_loses_no_job": (
+        TWO_THAWED
+    ),
+    "tests/integration/test_controller_live.py::test_dhc_on_the_live_cluster": (TWO_THAWED),
+    "tests/integration/test_timed_switch_live.py::test_controller_runs_time_triggered_gang": (
+        TWO_THAWED
+    ),
+}
+
+
 # A module named ``test_*_live.py`` starts processes or sockets wherever it lives (the
 # split-out halves of mixed unit modules wait in tests/unit/ for the move to tests/live/).
 LIVE_SUFFIX = "_live.py"
@@ -126,6 +146,13 @@ LIVE_MODULES = frozenset(
 def is_live_module(nodeid: str) -> bool:
     """A test of a ``*_live.py`` module or listed in LIVE_MODULES (module path or id)."""
     return nodeid.split("::", 1)[0].endswith(LIVE_SUFFIX) or listed(nodeid, LIVE_MODULES)
+
+
+def listed_key(nodeid: str, names: Iterable[str]) -> str:
+    """The entry of ``names`` that lists ``nodeid`` (see :func:`listed`)."""
+    module, _, rest = nodeid.partition("::")
+    bare = f"{module}::{rest.split('[', 1)[0]}" if rest else module
+    return next(n for n in names if n in (module, bare, nodeid))
 
 
 def tier_dir(relpath: str) -> str | None:
