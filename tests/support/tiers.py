@@ -45,7 +45,7 @@ SLOW = frozenset(
         "tests/integration/test_npb_cluster.py",
         "tests/integration/test_npb_stream.py",
         "tests/integration/test_calibrate_live.py",
-        "tests/integration/test_validate_live.py",
+        "tests/integration/test_studies_live.py",
         "tests/integration/test_dashboards_live.py",
         "tests/integration/test_monitor_live.py",
         "tests/integration/test_cdc_live.py",
@@ -57,7 +57,7 @@ SLOW = frozenset(
         "tests/unit/test_sim_fastpaths.py::test_fast_swf_reader_agrees_with_the_line_parser",
         "tests/unit/test_cli.py::test_load_sweep_with_plots",
         "tests/unit/test_rajaei.py::test_quick_study_through_the_cli_writes_the_report",
-        "tests/unit/test_experiment_report.py::test_sweep_reports",
+        "tests/unit/test_paired_report.py::test_sweep_reports",
     }
 )
 
