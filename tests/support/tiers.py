@@ -152,6 +152,7 @@ LIVE_MODULES = frozenset(
         "tests/unit/test_simvslive.py::test_result_round_trip_and_report",
         "tests/unit/test_simvslive.py::test_sim_only_reruns_the_simulations_from_saved_live_data",
         "tests/unit/test_sweep.py",
+        "tests/unit/test_sweep_jobqueue.py",
         "tests/unit/test_vagrant.py",
     }
 )
