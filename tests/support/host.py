@@ -14,6 +14,7 @@ import psutil
 # A whole hierarchy is walked this deep for the footprint (cosched's node groups sit at
 # depth 2, a delegated unit's at 4; the agent tests' cosched/itest-*/job-* at 3).
 DEPTH = 4
+INTERPRETER_HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
 
 
 def cgroup_mounts() -> tuple[dict[str, str], str | None]:
@@ -111,8 +112,13 @@ def footprint() -> dict[str, set[str]]:
     procs = set()
     for p in psutil.Process().children(recursive=True):
         try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                procs.add(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+            cmd = " ".join(p.cmdline())
+            # multiprocessing's fork server and resource tracker live as long as this
+            # interpreter (started by the first pool that needs them): not a test's trace
+            if p.status() != psutil.STATUS_ZOMBIE and not any(
+                h in cmd for h in INTERPRETER_HELPERS
+            ):
+                procs.add(f"{p.pid} {cmd[:120]}")
         except psutil.Error:
             continue
     return {
