@@ -154,7 +154,7 @@ def test_negative_device_latency_is_refused() -> None:
 def test_qcrd_work_runs_each_phase_as_a_fixed_number_of_barriers() -> None:
     # 0.15 s of I/O and 0.3 s of compute per phase: 0.15 / (20 x 3.75 ms) = 2 barriers and
     # 0.3 / 75 ms = 4, whatever the wall time they take
-    cfg = _cfg(["--preset", "qcrd", "--qcrd-work", "--qcrd-phases", "0.15,0.3,0.3"], {})
+    cfg = synthetic_cfg(["--preset", "qcrd", "--qcrd-work", "--qcrd-phases", "0.15,0.3,0.3"], {})
     assert cfg.qcrd_work and len(cfg.qcrd) == 25
     res = run(cfg)
     counts = [(ph["kind"], ph["barriers"]) for ph in res["phases"]]
@@ -162,9 +162,9 @@ def test_qcrd_work_runs_each_phase_as_a_fixed_number_of_barriers() -> None:
 
 
 def test_fine_target_sizes_the_compute_for_the_share() -> None:
-    cfg = _cfg(["--preset", "fine", "--fine-target", "0.8"], {"COSCHED_SIZE": "2",
+    cfg = synthetic_cfg(["--preset", "fine", "--fine-target", "0.8"], {"COSCHED_SIZE": "2",
                "COSCHED_PORT": "7000"})  # fmt: skip
     assert cfg.fine_target == 0.8 and cfg.fine_probe
     with pytest.raises(ConfigError, match="in \\(0, 1\\)"):
-        _cfg(["--preset", "fine", "--fine-target", "1.5"], {"COSCHED_SIZE": "2",
+        synthetic_cfg(["--preset", "fine", "--fine-target", "1.5"], {"COSCHED_SIZE": "2",
              "COSCHED_PORT": "7000"})  # fmt: skip
