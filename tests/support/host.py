@@ -137,12 +137,14 @@ def added(before: dict[str, set[str]], after: dict[str, set[str]]) -> dict[str, 
     }
 
 
-def wait_for_footprint(before: dict[str, set[str]], grace_s: float = 5.0) -> dict[str, list[str]]:
+def wait_for_footprint(
+    before: dict[str, set[str]], grace_s: float = 5.0, keys: tuple[str, ...] | None = None
+) -> dict[str, list[str]]:
     """What is left after ``grace_s`` (a killed daemon takes a moment to go, a removed
     group a moment to vanish); empty when the host is as it was."""
     deadline = time.monotonic() + grace_s
     while True:
-        left = added(before, footprint())
+        left = {k: v for k, v in added(before, footprint()).items() if keys is None or k in keys}
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
