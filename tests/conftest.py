@@ -5,7 +5,10 @@
   uses a ``root_*`` fixture, ``slow`` and ``v2only`` from the lists there; ``fast`` on the
   rest. ``make check`` runs ``-m fast`` (in parallel); ``make test`` runs all.
 * A fast-tier test that starts a process or opens a socket fails, saying where it
-  belongs (a ``test_*_live.py`` module, or LIVE_MODULES in tests/support/tiers.py).
+  belongs (a ``test_*_live.py`` module, or LIVE_MODULES in tests/support/tiers.py);
+  so does one that reads the host's cgroups, mounts, process table or cosched's run
+  files (tests/support/tiers.py HOST_PATHS): a fake-based test must see the fake only,
+  or a cluster someone has up on the host changes its result.
 * On CI as root (``CI=true``), a skip fails the test unless its reason matches
   tests/support/allowed_skips.py: a tier that silently stopped running is a break.
 * Every live test, as root, leaves the host as it found it: namespaces, root links,
@@ -80,11 +83,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def _daemon_probe_once() -> None:
-    """The daemons' command line probes the interpreter once (common/daemons.py, cached):
-    run that probe here, before any test's guard, so building a command line stays pure."""
+    """The daemons' command line probes the interpreter once (common/daemons.py, cached),
+    and agent/plan.py finds libc with ldconfig when first imported: run both here, before
+    any test's guard, so building a command line or a plan stays pure in any order."""
+    import agent.plan  # noqa: F401  (loads libc: ctypes.util.find_library runs ldconfig)
     from common.daemons import isolation_flags
 
     isolation_flags(sys.executable)  # the key python_argv uses
+
+
+# The fast tier's guard on reads of the host: an audit hook cannot be removed, so one is
+# installed for the session and consults the running test's record (None: off).
+_HOST_READS: list[list[str] | None] = [None]
+
+
+def _host_read_hook(event: str, args: tuple[Any, ...]) -> None:
+    seen = _HOST_READS[0]
+    if seen is None or event not in ("open", "os.listdir", "os.scandir") or not args:
+        return
+    path = args[0]
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return  # a descriptor: whoever opened it was checked
+    what = tiers.host_path(os.path.abspath(path) if path else os.getcwd(), event != "open")
+    if what is not None:
+        _HOST_READS[0] = None  # the report below must not trip the hook again
+        seen.append(f"reads {what}")
+        _HOST_READS[0] = seen
+        raise AssertionError(
+            f"the fast tier does not read the host ({what}: {path}): give the code under "
+            "test the fake's view (an Env field, a path argument), or mark the test live"
+        )
+
+
+sys.addaudithook(_host_read_hook)
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +160,11 @@ def _fast_tier_guard(
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("multiprocessing"))
     for name in ("bind", "connect", "connect_ex"):
         monkeypatch.setattr(socket.socket, name, sock_guard(name))
-    yield
+    _HOST_READS[0] = seen
+    try:
+        yield
+    finally:
+        _HOST_READS[0] = None
     # a test that caught the AssertionError still fails (once: not again when it failed)
     if seen and not node.stash.get(CALL_FAILED, False):
         pytest.fail(f"{node.nodeid} tried {', '.join(sorted(set(seen)))} in the fast tier")

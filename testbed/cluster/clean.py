@@ -24,15 +24,13 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-from common.cgroups import CgroupError, Cgroups, CgroupSetupError, detect_layout, v2only
-from common.cgroups.layout import systemd_running
+from common.cgroups import CgroupError, Cgroups, CgroupSetupError
 
 from . import nspawn as nspawn_mod
 from . import sshd as sshd_mod
 from . import state as state_mod
 from .cluster import Env, teardown
 from .names import CGROUP_ROOT, is_node_cgroup, is_our_link, is_our_netns
-from .netns import netns_inode
 
 # How deep below a hierarchy root a ``cosched`` group may sit: the root itself,
 # or a delegated unit such as system.slice/cosched.service (with its supervisor leaf).
@@ -59,26 +57,6 @@ class CleanReport:
         return "\n".join(lines) if lines else "nothing to clean"
 
 
-def processes_in_netns(names: list[str], proc: str = "/proc") -> list[str]:
-    """``"pid (comm) in <netns>"`` for processes whose net namespace is one of ``names``."""
-    inodes = {ino: n for n in names if (ino := netns_inode(n)) is not None}
-    found: list[str] = []
-    if not inodes:
-        return found
-    for entry in os.listdir(proc):
-        if not entry.isdigit():
-            continue
-        try:
-            ino = os.stat(f"{proc}/{entry}/ns/net").st_ino
-            if ino in inodes:
-                with open(f"{proc}/{entry}/comm") as f:
-                    comm = f.read().strip()
-                found.append(f"pid {entry} ({comm}) in {inodes[ino]}")
-        except OSError:
-            continue
-    return found
-
-
 def scan_drivers(env: Env) -> list[Cgroups]:
     """The layer as the host has it, plus cgroup2 on its own on a hybrid host.
 
@@ -94,7 +72,7 @@ def scan_drivers(env: Env) -> list[Cgroups]:
             # clean` in an SSH session on a node): the scan needs no base of its own, it
             # looks from every hierarchy's root.
             try:
-                cg = env.cgroups(layout=detect_layout(prefer, fs=env.cg_fs))
+                cg = env.cgroups(layout=env.scan_layout(prefer, env.cg_fs))
             except CgroupError:
                 continue
         except CgroupError:
@@ -194,7 +172,7 @@ def clean(env: Env | None = None) -> CleanReport:
         rep.problems.append(f"listing root links: {err}")
 
     ours = [n for n in env.net.list_netns() if is_our_netns(n)]
-    rep.lingering += processes_in_netns(ours)
+    rep.lingering += env.net.processes_in(ours)
     for ns in ours:
         try:
             if env.net.remove_netns(ns):
@@ -205,8 +183,8 @@ def clean(env: Env | None = None) -> CleanReport:
     # systemd-nspawn's lock and propagation directories a crashed `up --systemd` left; on
     # a host run by systemd they are machined's and containers', so only off systemd, and
     # only once no systemd-nspawn runs (those of our nodes died with their node groups)
-    nspawn_run = nspawn_mod.RUN_DIRS[-1]
-    if os.path.isdir(nspawn_run) and not systemd_running() and not nspawn_mod.running():
+    nspawn_run = env.nspawn_run_dirs[-1]
+    if os.path.isdir(nspawn_run) and not env.nspawn_in_use():
         try:
             nspawn_mod.remove_run_dirs([nspawn_run])
             rep.removed.append(nspawn_run)
@@ -215,7 +193,7 @@ def clean(env: Env | None = None) -> CleanReport:
 
     rec = None
     try:
-        rec = v2only.load_record()
+        rec = env.v2only_record()
     except CgroupError as err:
         rep.problems.append(str(err))
     if rec is not None and rec.unmounted:

@@ -34,7 +34,10 @@ from common.cgroups import (
     detect_layout,
     prepare_base,
     resolve_base,
+    v2only,
 )
+from common.cgroups.layout import systemd_running
+from common.cgroups.v2only import SwitchRecord
 
 from . import agents as agent_mod
 from . import cpu as cpu_mod
@@ -85,6 +88,16 @@ AGENT_LEAF = "agent"
 
 def _detect(prefer: str, fs: CgroupFS) -> Layout:
     return resolve_base(detect_layout(prefer, fs=fs), fs)
+
+
+def _scan_layout(prefer: str, fs: CgroupFS) -> Layout:
+    return detect_layout(prefer, fs=fs)
+
+
+def _nspawn_in_use() -> bool:
+    """Whether systemd-nspawn's run directories are someone else's: systemd runs the
+    host, or a systemd-nspawn process does."""
+    return systemd_running() or bool(nspawn_mod.running())
 
 
 @dataclass(frozen=True)
@@ -227,6 +240,13 @@ class Env:
     stop_nodes: Callable[[list[nspawn_mod.ContainerRecord]], list[str]] = nspawn_mod.stop
     log: Callable[[str], None] = lambda line: None  # progress lines of a long `up`
     state_dir: str | None = None
+    # What `clean` reads of the host besides cgroups and links (a unit test's fakes):
+    # the layout from the hierarchy roots (no base), systemd-nspawn's run directories
+    # and whether anything else uses them, the record of a v2-only switch.
+    scan_layout: Callable[[str, CgroupFS], Layout] = _scan_layout
+    nspawn_run_dirs: tuple[str, ...] = nspawn_mod.RUN_DIRS
+    nspawn_in_use: Callable[[], bool] = _nspawn_in_use
+    v2only_record: Callable[[], SwitchRecord | None] = v2only.load_record
 
     def sdir(self) -> str:
         return self.state_dir or state_mod.state_dir()
@@ -571,7 +591,7 @@ def _boot_systemd_nodes(
         spec = nspawn_mod.NodeSpec(n.name, n.netns, n.ctl_ip, node_dir)
         nspawn_mod.write_node_files(spec, paths.host_key, client_pub)
         specs.append((spec, n))
-    sd["made_run_dirs"] = nspawn_mod.missing_run_dirs()
+    sd["made_run_dirs"] = nspawn_mod.missing_run_dirs(env.nspawn_run_dirs)
     state_mod.save(st, sdir)
     binds = nspawn_mod.software_binds()
     t0 = time.monotonic()

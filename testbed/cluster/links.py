@@ -35,6 +35,7 @@ class NetBackend(Protocol):
     def list_netns(self) -> list[str]: ...
     def create_netns(self, name: str) -> None: ...
     def remove_netns(self, name: str) -> bool: ...
+    def processes_in(self, names: list[str]) -> list[str]: ...
     def add_bridge(self, netns: str, name: str) -> None: ...
     def add_veth(
         self, netns: str | None, ifname: str, peer_netns: str, peer_ifname: str
@@ -85,6 +86,10 @@ class Pyroute2Backend:
 
     def remove_netns(self, name: str) -> bool:
         return ns_ops.remove_netns(name)
+
+    def processes_in(self, names: list[str]) -> list[str]:
+        """Processes still inside these namespaces, ``"pid (comm) in <netns>"``."""
+        return ns_ops.processes_in(names)
 
     def add_bridge(self, netns: str, name: str) -> None:
         with self._ipr(netns) as ipr:

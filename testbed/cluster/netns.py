@@ -44,6 +44,26 @@ def remove_netns(name: str) -> bool:
     return True
 
 
+def processes_in(names: list[str], proc: str = "/proc") -> list[str]:
+    """``"pid (comm) in <netns>"`` for processes whose net namespace is one of ``names``."""
+    inodes = {ino: n for n in names if (ino := netns_inode(n)) is not None}
+    found: list[str] = []
+    if not inodes:
+        return found
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            ino = os.stat(f"{proc}/{entry}/ns/net").st_ino
+            if ino in inodes:
+                with open(f"{proc}/{entry}/comm") as f:
+                    comm = f.read().strip()
+                found.append(f"pid {entry} ({comm}) in {inodes[ino]}")
+        except OSError:
+            continue
+    return found
+
+
 def netns_inode(name: str) -> int | None:
     try:
         return os.stat(os.path.join(NETNS_RUN_DIR, name)).st_ino

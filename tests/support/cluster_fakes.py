@@ -57,6 +57,9 @@ class FakeNet:
     def list_netns(self) -> list[str]:
         return sorted(self.netns)
 
+    def processes_in(self, names: list[str]) -> list[str]:
+        return []  # the fake's namespaces hold no process
+
     def create_netns(self, name: str) -> None:
         self._mut(f"create_netns {name}")
         if name in self.netns:
@@ -208,6 +211,10 @@ def make_env(
         stop_agent=agents.stop,
         kill=fs.kill,
         state_dir=str(tmp_path / "state"),
+        scan_layout=lambda prefer, _fs: fake.layout(prefer),
+        nspawn_run_dirs=(str(tmp_path / "run/systemd"), str(tmp_path / "run/systemd/nspawn")),
+        nspawn_in_use=lambda: False,
+        v2only_record=lambda: None,
     )
 
 

@@ -96,6 +96,34 @@ V2ONLY_KNOWN_FAILURES: dict[str, str] = {
 }
 
 
+# What a fast-tier test may not read (tests/conftest.py): the host's cgroups and mounts,
+# its process table and netns, cosched's and systemd's run files. Prefixes of absolute
+# paths; LISTED_ONLY are refused only as a directory listing (a test may read its own
+# /proc/self/stat, not walk the process table).
+HOST_PATHS = (
+    "/sys/fs/cgroup",
+    "/proc/self/mounts",
+    "/proc/mounts",
+    "/proc/self/mountinfo",
+    "/proc/self/cgroup",
+    "/run/cosched",
+    "/run/netns",
+    "/run/systemd",
+    "/var/run/netns",
+)
+LISTED_ONLY = ("/proc",)
+
+
+def host_path(path: str, listing: bool) -> str | None:
+    """Which host state ``path`` is (an entry of HOST_PATHS), or None."""
+    for p in HOST_PATHS:
+        if path == p or path.startswith(p + "/"):
+            return p
+    if listing and path in LISTED_ONLY:
+        return f"{path} (the process table)"
+    return None
+
+
 # A module named ``test_*_live.py`` starts processes or sockets wherever it lives (the
 # split-out halves of mixed unit modules wait in tests/unit/ for the move to tests/live/).
 LIVE_SUFFIX = "_live.py"

@@ -213,7 +213,20 @@ def test_the_agent_unit_gives_the_controllers_back_after_every_exit() -> None:
 
 
 @pytest.mark.skipif(os.path.isdir("/run/systemd/system"), reason="a host run by systemd")
-def test_agent_release_does_nothing_outside_a_delegated_unit() -> None:
+def test_agent_release_does_nothing_outside_a_delegated_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agent import release
 
-    assert release.main([]) == 0  # no systemd, no delegated base: nothing to give back
+    fs = v2_host(tmp_path)  # cgroup2 passing cpu on, but no systemd, no delegated base
+    fs.set_knob("", "", "cgroup.subtree_control", "+cpu")
+    Cgroups(fs.layout("v2"), fs=fs).ensure_parent("cosched/n0")
+    asked: list[str] = []
+
+    def open_cgroups(backend: str) -> Cgroups:
+        asked.append(backend)
+        return Cgroups(fs.layout("v2"), fs=fs)
+
+    monkeypatch.setattr(release, "open_cgroups", open_cgroups)
+    assert release.main([]) == 0 and asked == ["auto"]
+    assert fs.knob("", "cosched", "cgroup.subtree_control").split() == ["cpu"]  # untouched
