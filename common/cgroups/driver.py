@@ -281,20 +281,36 @@ class Cgroups:
                 offered = []
             if c not in offered:
                 raise self._not_offered(c, d)
+            # The kernel refuses a domain controller here (EBUSY) but takes a threaded
+            # one (cpu, cpuset) and makes the group a thread root, whose job groups then
+            # take no process (EOPNOTSUPP, tests/integration/test_cgroup_contract.py):
+            # refuse both alike, before writing.
+            if not is_root and self._holds_processes(d):
+                raise self._holds_processes_error(c, d)
             try:
                 self.fs.write(d + "/cgroup.subtree_control", "+" + c)
             except OSError as e:
                 if e.errno == errno.EBUSY and not is_root:
-                    raise CgroupSetupError(
-                        f"cannot enable the {c} controller below {d}: the group holds processes "
-                        "(cgroup v2 allows controllers only above leaves)",
-                        fix=f"move the processes of {d}/cgroup.procs into a child group",
-                    ) from e
+                    raise self._holds_processes_error(c, d) from e
                 raise CgroupSetupError(
                     f"cannot enable the {c} controller in {d}/cgroup.subtree_control: "
                     f"{e.strerror or e}",
                     fix="check that nothing else (systemd, a container runtime) holds this subtree",
                 ) from e
+
+    def _holds_processes(self, d: str) -> bool:
+        try:
+            return bool(self.fs.read(d + "/cgroup.procs").split())
+        except OSError:
+            return False
+
+    @staticmethod
+    def _holds_processes_error(c: str, d: str) -> CgroupSetupError:
+        return CgroupSetupError(
+            f"cannot enable the {c} controller below {d}: the group holds processes "
+            "(cgroup v2 allows controllers only above leaves)",
+            fix=f"move the processes of {d}/cgroup.procs into a child group",
+        )
 
     def _not_offered(self, c: str, d: str) -> CgroupSetupError:
         lay = self.layout

@@ -9,11 +9,18 @@ as Documentation/admin-guide/cgroup-v2.rst and cgroup-v1/*.rst describe it:
 * v2 (``kind="v2"``): one tree at ``<root>``; a child gets ``cgroup.controllers``
   = its parent's ``cgroup.subtree_control`` and the interface files of those
   controllers (cpu.weight, cpu.max, cpuset.cpus[.effective]); enabling a
-  controller not offered fails with ENOENT, in a non-root group holding
-  processes with EBUSY, and so does adding a process to a non-root group
-  that enables controllers (no internal processes), and disabling one a child
-  still enables; ``cgroup.freeze`` updates
-  ``cgroup.events``; ``cgroup.kill`` kills the subtree.
+  controller not offered fails with ENOENT, and disabling one a child still
+  enables with EBUSY. No internal processes: a non-root group holding processes
+  cannot enable a domain controller (io, memory, hugetlb: EBUSY), and a process
+  cannot join a group that passes one on (EBUSY). The threaded controllers (cpu,
+  cpuset, pids) are exempt while the group has no populated child: enabling one
+  in a group with processes makes it a thread root (``cgroup.type`` "domain
+  threaded"), whose children are "domain invalid" and take no process and
+  enable nothing (EOPNOTSUPP) — the kernel's cgroup_vet_subtree_control_enable()
+  and cgroup_migrate_vet_dst(), seen on this host made cgroup-v2-only
+  (tests/integration/test_cgroup_contract.py). Writing ``cgroup.type`` (threaded
+  mode) is not modelled. ``cgroup.freeze`` updates ``cgroup.events``;
+  ``cgroup.kill`` kills the subtree.
 * hybrid (``kind="hybrid"``): the v1 hierarchies plus a cgroup2 tree at
   ``<root>/unified`` offering no cpu/cpuset (this development machine).
 
@@ -32,6 +39,8 @@ from common.cgroups.fs import CgroupFS, OpenedWrite
 from common.cgroups.layout import Layout, parse_layout
 
 V1_HIERARCHIES = ("freezer", "cpu", "cpuacct", "cpuset")
+# cgroup2's threaded controllers (cgroup-v2.rst "Threads"); the others are domain ones.
+THREADED = frozenset({"cpu", "cpuset", "pids", "perf_event"})
 ROOT_RT_US = 950_000
 
 
@@ -144,6 +153,7 @@ class FakeCgroupFS(CgroupFS):
         self._put(d / "cgroup.events", "populated 0\nfrozen 0\n")
         self._put(d / "cgroup.kill", "")
         self._put(d / "cgroup.subtree_control", "")
+        self._put(d / "cgroup.type", "domain\n")  # read computes it (see _v2_type)
         enabled = (d.parent / "cgroup.subtree_control").read_text().split()
         self._put(d / "cgroup.controllers", " ".join(enabled))
         self._put(d / "cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n")
@@ -219,6 +229,42 @@ class FakeCgroupFS(CgroupFS):
         """cgroup.events ``populated``: a process in the group or any descendant."""
         return any(p.read_text().split() for p in d.rglob("cgroup.procs"))
 
+    # ---- cgroup2's no-internal-process rule and thread roots (kernel/cgroup/cgroup.c) ----
+    @staticmethod
+    def _has_tasks(d: Path) -> bool:
+        return bool((d / "cgroup.procs").read_text().split())
+
+    @staticmethod
+    def _enabled(d: Path) -> set[str]:
+        return set((d / "cgroup.subtree_control").read_text().split())
+
+    def _is_thread_root(self, d: Path) -> bool:
+        """Holds processes and passes a threaded controller on (threaded children are
+        not modelled, so that is the only way to become one)."""
+        return not self._is_top(d) and self._has_tasks(d) and bool(self._enabled(d) & THREADED)
+
+    def _can_be_thread_root(self, d: Path) -> bool:
+        if self._is_top(d):
+            return True  # the root is mixable
+        children = (e for e in d.iterdir() if e.is_dir())
+        if any(self._populated(c) for c in children):
+            return False  # either domain or threaded children, not both
+        return not (self._enabled(d) - THREADED)  # no domain controller enabled
+
+    def _valid_domain(self, d: Path) -> bool:
+        """Can host processes and domain controllers: no thread root above it."""
+        top = self._hierarchy(d)
+        while d != top:
+            d = d.parent
+            if self._is_thread_root(d):
+                return False
+        return True
+
+    def _v2_type(self, d: Path) -> str:
+        if not self._valid_domain(d):
+            return "domain invalid"
+        return "domain threaded" if self._is_thread_root(d) else "domain"
+
     def read(self, path: Path | str) -> str:
         path = Path(path)
         if path.name == "freezer.state":
@@ -236,6 +282,8 @@ class FakeCgroupFS(CgroupFS):
             d = path.parent
             frozen = self._v2_frozen(d) and d not in self.stuck
             return f"populated {int(self._populated(d))}\nfrozen {int(frozen)}\n"
+        if path.name == "cgroup.type" and self._is_v2(path) and path.exists():
+            return self._v2_type(path.parent) + "\n"
         return path.read_text(encoding="ascii")
 
     def open_write(self, path: Path | str, value: str) -> OpenedWrite:
@@ -302,9 +350,8 @@ class FakeCgroupFS(CgroupFS):
             if tok.startswith("+"):
                 if c not in offered:
                     raise FileNotFoundError(errno.ENOENT, "No such file or directory")
-                if not self._is_top(d) and (d / "cgroup.procs").read_text().split():
-                    raise OSError(errno.EBUSY, "Device or resource busy")
                 if c not in cur:
+                    self._vet_enable(d, c)
                     cur.append(c)
                     for child in (e for e in d.iterdir() if e.is_dir()):
                         self._put(child / "cgroup.controllers", " ".join(cur))
@@ -318,13 +365,38 @@ class FakeCgroupFS(CgroupFS):
                     self._put(child / "cgroup.controllers", " ".join(cur))
         self._put(path, " ".join(cur))
 
+    def _vet_enable(self, d: Path, c: str) -> None:
+        """cgroup_vet_subtree_control_enable(): may ``d`` pass controller ``c`` on?"""
+        if self._is_top(d):
+            return
+        if not self._valid_domain(d):
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        if c not in THREADED:
+            if self._is_thread_root(d):
+                raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        elif self._can_be_thread_root(d):
+            return  # threaded controllers handle internal competition
+        if self._has_tasks(d):
+            raise OSError(errno.EBUSY, "Device or resource busy")
+
+    def _vet_dst(self, d: Path) -> None:
+        """cgroup_migrate_vet_dst(): may a process join ``d``?"""
+        if self._is_top(d):
+            return
+        if not self._valid_domain(d):
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        if self._can_be_thread_root(d):
+            return
+        if self._enabled(d):
+            raise OSError(errno.EBUSY, "Device or resource busy")  # no internal processes
+
     def _move_pid(self, procs: Path, pid: str) -> None:
         d = procs.parent
         if not d.exists():
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(procs))
         v2 = self._is_v2(procs)
-        if v2 and not self._is_top(d) and (d / "cgroup.subtree_control").read_text().split():
-            raise OSError(errno.EBUSY, "Device or resource busy")  # no internal processes
+        if v2:
+            self._vet_dst(d)
         cpus = d / "cpuset.cpus"
         if not v2 and cpus.exists() and not cpus.read_text().strip():
             raise OSError(errno.ENOSPC, "No space left on device")

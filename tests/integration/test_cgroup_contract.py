@@ -8,8 +8,11 @@ files through one :class:`Backend`, records what it observed (states, file conte
 errno names, pids as labels), and the test fails where the fake's record and the
 kernel's differ. cgroup2 is found where it is mounted (/proc/self/mounts), and the
 fake offers what this host's cgroup2 root offers: on the hybrid host only core files
-(the weights, cpu.max and cpuset scenarios skip, allowed: CI's cgroup-v2-only stage
-runs them), on a v2-only host ``cpuset cpu io pids`` too.
+and hugetlb (the weights, cpu.max, cpuset and threaded-controller scenarios skip,
+allowed: CI's cgroup-v2-only stage runs them), on a v2-only host ``cpuset cpu io pids``
+too. The no-internal-process rule is seen with a domain controller (hugetlb, io) and,
+apart, with a threaded one (cpu), which the kernel lets a group enable beside its
+processes (it becomes a thread root): the first v2-only run found the fake wrong there.
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ from tests.support import host
 
 SLEEPER = [sys.executable, "-c", "import time\nwhile True: time.sleep(0.05)"]
 BUSY = [sys.executable, "-c", "while True: pass"]
-# Controllers a raw scenario may use to see cgroup2's rules when cpu/cpuset are not there.
+# Controllers a raw scenario may use to see cgroup2's rules when cpu/cpuset are not there,
+# and the two kinds the no-internal-process rule tells apart (cgroup-v2.rst "Threads").
 ANY_CONTROLLER = ("cpu", "cpuset", "pids", "io", "hugetlb", "memory")
+DOMAIN_CONTROLLERS = ("io", "memory", "hugetlb")
+THREADED_CONTROLLERS = ("cpu", "cpuset", "pids")
 
 
 @dataclass
@@ -256,10 +262,10 @@ def enable_controllers(b: Backend) -> dict[str, Any]:
 
 
 def no_internal_processes(b: Backend) -> dict[str, Any]:
-    """cgroup2: a non-root group holds processes or passes controllers on, not both."""
-    ctl = next((c for c in ANY_CONTROLLER if c in b.offered), None)
+    """cgroup2: a non-root group holds processes or passes a domain controller on."""
+    ctl = next((c for c in DOMAIN_CONTROLLERS if c in b.offered), None)
     if ctl is None:
-        pytest.skip(f"cgroup2 at {b.cg.layout.unified} offers no cpu, cpuset or other controller")
+        pytest.skip(f"cgroup2 at {b.cg.layout.unified} offers no domain controller (io, ...)")
     b.cg.ensure_parent(b.base, enable=())
     b.enable_down_to_base(ctl)
     b.cg.create(f"{b.base}/g")
@@ -275,8 +281,48 @@ def no_internal_processes(b: Backend) -> dict[str, Any]:
     )
     seen["add a process to the inner group"] = b.errno_of(lambda: b.cg.add_pid(f"{b.base}/g", p))
     seen["leaf holds"] = b.label(b.cg.pids(f"{b.base}/g/leaf"))
+    seen["types"] = [b.read("freezer", r, "cgroup.type") for r in ("g", "g/leaf")]
     with contextlib.suppress(OSError):
         b.kill_fn(p, signal.SIGKILL)
+    return seen
+
+
+def threaded_controllers(b: Backend) -> dict[str, Any]:
+    """cgroup2: cpu, cpuset and pids are threaded controllers, exempt from the rule above
+    while the group has no populated child: enabling one beside processes makes the
+    group a thread root, whose (domain) children then take no process."""
+    ctl = next((c for c in THREADED_CONTROLLERS if c in b.offered), None)
+    if ctl is None:
+        pytest.skip(f"cgroup2 at {b.cg.layout.unified} offers no cpu, cpuset or pids here")
+    b.cg.ensure_parent(b.base, enable=())
+    b.enable_down_to_base(ctl)
+    g, leaf, h = f"{b.base}/g", f"{b.base}/g/leaf", f"{b.base}/h"
+    gd = b.path("freezer", "g")
+    b.cg.create(g)
+    p, q = b.proc(), b.proc()
+    b.cg.add_pid(g, p)
+    seen: dict[str, Any] = {"enable with a process inside": b.errno_of(
+        lambda: b.fs.write(f"{gd}/cgroup.subtree_control", f"+{ctl}"))}  # fmt: skip
+    b.cg.create(leaf)
+    seen["types (a thread root)"] = [b.read("freezer", r, "cgroup.type") for r in ("g", "g/leaf")]
+    seen["a process into its child"] = b.errno_of(lambda: b.cg.add_pid(leaf, p))
+    seen["enable in its child"] = b.errno_of(
+        lambda: b.fs.write(f"{b.path('freezer', 'g/leaf')}/cgroup.subtree_control", f"+{ctl}")
+    )
+    seen["disable"] = b.errno_of(lambda: b.fs.write(f"{gd}/cgroup.subtree_control", f"-{ctl}"))
+    seen["a process into its child now"] = b.errno_of(lambda: b.cg.add_pid(leaf, p))
+    seen["enable once it left"] = b.errno_of(
+        lambda: b.fs.write(f"{gd}/cgroup.subtree_control", f"+{ctl}")
+    )
+    seen["join it, its child populated"] = b.errno_of(lambda: b.cg.add_pid(g, q))
+    b.cg.create(h)
+    b.fs.write(f"{b.path('freezer', 'h')}/cgroup.subtree_control", f"+{ctl}")
+    seen["join a group passing it on, no child"] = b.errno_of(lambda: b.cg.add_pid(h, q))
+    seen["types after"] = [b.read("freezer", r, "cgroup.type") for r in ("g", "g/leaf", "h")]
+    seen["holds"] = [b.label(b.cg.pids(r)) for r in (g, leaf, h)]
+    for x in (p, q):
+        with contextlib.suppress(OSError):
+            b.kill_fn(x, signal.SIGKILL)
     return seen
 
 
@@ -434,6 +480,7 @@ SCENARIOS: list[tuple[Callable[[Backend], dict[str, Any]], tuple[str, ...]]] = [
     (create_and_remove, BOTH),
     (enable_controllers, ("cgroup2",)),  # v1 has no subtree_control
     (no_internal_processes, ("cgroup2",)),
+    (threaded_controllers, ("cgroup2",)),
     (move_processes, BOTH),
     (v1_cpuset_needs_cpus, ("v1",)),  # an empty cgroup2 cpuset means the parent's
     (weights_and_limits, BOTH),

@@ -7,6 +7,7 @@ internal processes" rule. Each refusal is one line and leaves nothing behind.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -157,14 +158,36 @@ def test_fake_follows_the_kernel_rules(tmp_path: Path) -> None:
     cg = Cgroups(fs.layout(), fs=fs)
     cg.ensure_parent("a/b")
     assert fs.knob("", "a", "cgroup.controllers") == "cpu"
-    with pytest.raises(OSError):  # controllers on, so no process in a/b itself
+    fs.make("", "a/b/job")
+    fs.write(tmp_path / "a/b/job/cgroup.procs", "4")
+    with pytest.raises(OSError):  # cpu passed on to a populated child: no process in a/b
         fs.write(tmp_path / "a/b/cgroup.procs", "5")
     fs.make("", "c")
     fs.add_proc("", "c", 6)
     with pytest.raises(CgroupSetupError, match="holds processes"):
-        cg.ensure_parent("c")
+        cg.ensure_parent("c")  # refused before writing: the kernel takes +cpu here
+    assert fs.knob("", "c", "cgroup.subtree_control") == ""
     with pytest.raises(FileNotFoundError):
         fs.write(tmp_path / "cgroup.subtree_control", "+memory")
+
+
+def test_fake_threaded_controllers_make_a_thread_root(tmp_path: Path) -> None:
+    """cpu is threaded: a group may enable it beside its processes and becomes a thread
+    root, whose children take no process (what the kernel did in the v2-only stage)."""
+    fs = fake_v2(tmp_path)
+    fs.set_knob("", "", "cgroup.subtree_control", "+cpu +hugetlb")
+    fs.make("", "g/leaf")
+    fs.write(tmp_path / "g/cgroup.procs", "5")
+    with pytest.raises(OSError) as busy:  # a domain controller: no internal processes
+        fs.set_knob("", "g", "cgroup.subtree_control", "+hugetlb")
+    fs.set_knob("", "g", "cgroup.subtree_control", "+cpu")
+    assert [fs.knob("", r, "cgroup.type") for r in ("g", "g/leaf")] == [
+        "domain threaded",
+        "domain invalid",
+    ]
+    with pytest.raises(OSError) as invalid:
+        fs.write(tmp_path / "g/leaf/cgroup.procs", "5")
+    assert (busy.value.errno, invalid.value.errno) == (errno.EBUSY, errno.EOPNOTSUPP)
 
 
 def test_layout_detection_per_controller() -> None:
