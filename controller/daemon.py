@@ -24,6 +24,7 @@ from common.names import AGENT_PORT, DEFAULT_RUN_DIR, controller_socket
 from controller import checkpoint as ckpt
 from controller.api import Caller, Context, handle
 from controller.archive import JobArchive
+from controller.jobs import RequestError
 from controller.metrics import ControllerMetrics
 from controller.nodes import RECONNECT_EVERY, AgentPool, NodeInfo
 from controller.operator import OperatorConfig
@@ -248,7 +249,13 @@ class Daemon:
         self.sched.table.archive = self._open_archive(payload is not None)
         self.sched.table.keep_ended = self.cfg.keep_ended
         if payload is not None:
-            self.sched.restore(payload)
+            try:
+                self.sched.restore(payload)
+            except RequestError as e:
+                raise CoschedError(
+                    f"refusing to restore {self.cfg.checkpoint}: {e}",
+                    fix="start without --restore, or give an intact copy with --checkpoint",
+                ) from None
             self.reconcile_report = self.sched.reconcile()
             log.info("restored %d job(s) from %s", len(self.sched.table.jobs), self.cfg.checkpoint)
         if self.cfg.metrics is not None:

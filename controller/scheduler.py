@@ -416,16 +416,23 @@ class Scheduler:
             raise RequestError(
                 f"checkpoint nodes {payload.get('nodes')} differ from this cluster's {names}"
             )
-        self.cfg = OperatorConfig.from_dict(dict(payload.get("config") or {}))
-        self.policy = self._new_policy()
-        self.table.load(payload)
-        self.round.q = int(payload.get("q", 0))
-        self.fam = make_family(self.core, self.policy, self.fam.schemes)
-        order = sorted(self.table.jobs.values(), key=lambda j: (j.submit_time, j.job_id))
-        # Started jobs first, where their processes run.
-        self.fam.readopt([j for j in order if j.active])
-        history = payload.get("predictor_history") or {}
-        self.fam.restore({int(k): tuple(float(u) for u in v) for k, v in history.items()})
+        # The file's checksum held, so a payload of the wrong shape was written by hand or
+        # by another version: refused in one line (the daemon has not started yet).
+        try:
+            self.cfg = OperatorConfig.from_dict(dict(payload.get("config") or {}))
+            self.policy = self._new_policy()
+            self.table.load(payload)
+            self.round.q = int(payload.get("q", 0))
+            self.fam = make_family(self.core, self.policy, self.fam.schemes)
+            order = sorted(self.table.jobs.values(), key=lambda j: (j.submit_time, j.job_id))
+            # Started jobs first, where their processes run.
+            self.fam.readopt([j for j in order if j.active])
+            history = payload.get("predictor_history") or {}
+            self.fam.restore({int(k): tuple(float(u) for u in v) for k, v in history.items()})
+        except RequestError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise RequestError(f"checkpoint payload malformed: {type(e).__name__}: {e}") from None
         self.table.held = [j.job_id for j in order if j.state == QUEUED]
         self._hand_over()
 

@@ -20,8 +20,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agent import wire
+from controller import checkpoint
 from controller.api import Caller, Context, handle
-from controller.jobs import SpecError, parse_spec
+from controller.jobs import RequestError, SpecError, parse_spec
 from controller.scheduler import Scheduler
 from testbed.experiment.fields import SpecError as ExperimentSpecError
 from testbed.experiment.registry import load as load_study
@@ -331,6 +332,66 @@ def relay_batch_target(data: Any) -> str:
     return "rejected" if reply["errors"] else "accepted"
 
 
+# ---- checkpoint files (controller/checkpoint.py, Scheduler.restore) ----------------------
+
+
+def _scheduler() -> Scheduler:
+    return Scheduler("gang", {}, FakePool(4), wall=lambda: 100.0, mono=lambda: 100.0)
+
+
+def _checkpoint_payload() -> dict[str, Any]:
+    """A real payload: jobs queued and running, a checkpointed scheduler's own words."""
+    s = _scheduler()
+    for size in (2, 4, 1):
+        s.submit({"size": size, "argv": ["/bin/true"], "name": f"j{size}"}, "fuzz")
+    s.tick()
+    return s.to_payload()
+
+
+_PAYLOAD = _checkpoint_payload()
+
+
+def _swap(payload: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(payload))
+    if key.startswith("jobs."):
+        field = key.split(".", 1)[1]
+        if out["jobs"]:
+            out["jobs"][0][field] = value
+    else:
+        out[key] = value
+    return out
+
+
+def checkpoint_files() -> st.SearchStrategy[bytes]:
+    """A real checkpoint; with a field of the payload or of a job replaced (the checksum
+    made to match, as an edit by hand would); a byte flipped; cut; noise."""
+    good = checkpoint.encode(_PAYLOAD)
+    keys = sorted(_PAYLOAD) + [f"jobs.{k}" for k in sorted(_PAYLOAD["jobs"][0])]
+    edited = st.builds(
+        lambda k, v: checkpoint.encode(_swap(_PAYLOAD, k, v)), st.sampled_from(keys), json_value
+    )
+    flipped = st.tuples(st.integers(0, len(good) - 1), st.integers(0, 255)).map(
+        lambda t: good[: t[0]] + bytes([t[1]]) + good[t[0] + 1 :]
+    )
+    return st.one_of(
+        st.just(good), edited, flipped, st.integers(0, len(good)).map(lambda n: good[:n]),
+        st.binary(max_size=200),
+    )  # fmt: skip
+
+
+def checkpoint_target(data: bytes) -> str:
+    try:
+        payload = checkpoint.decode(data, "ck.json")
+        _scheduler().restore(payload)
+    except checkpoint.CheckpointError as e:
+        assert str(e).startswith("ck.json: "), e  # says which file
+        return "rejected"
+    except RequestError as e:
+        assert str(e), "a refusal must say why"
+        return "rejected"
+    return "accepted"
+
+
 TARGETS = [
     Target("wire decoder", _frames(), wire_target),
     Target("controller API", api_request(), api_target),
@@ -341,4 +402,6 @@ TARGETS = [
     # issue 28 (tests/fuzz/security_targets.py)
     Target("NIC datagrams", nic_datagrams(), nic_target),
     Target("JSON nesting", nesting_cases(), nesting_target),
+    # issue 29
+    Target("checkpoint files", checkpoint_files(), checkpoint_target),
 ]
