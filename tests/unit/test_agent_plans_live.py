@@ -37,12 +37,14 @@ def test_plan_is_applied_at_its_instant_thaw_first(
 ) -> None:
     agent, addr, tmp = running
     with AgentClient(addr, KEY) as c:
-        at = time.time() + 0.05
+        at = time.time() + 0.3
         seq = c.send(wire.QUANTUM, c.quantum_message("u0", 1, {"a": 300}, at=at))
-        time.sleep(0.02)
-        # Not yet: the plan waits for its instant.
-        assert state(tmp, "a") == "FROZEN" and state(tmp, "b") == "THAWED"
-        assert c.status()["plans"]["pending_q"] == 1
+        seen = (state(tmp, "a"), state(tmp, "b"), c.status()["plans"]["pending_q"])
+        # Not yet: the plan waits for its instant. What was seen before the instant must
+        # show it pending (a host that stalled this test past it shows nothing: the ack's
+        # own thaw time below still proves it was never early).
+        if time.time() < at:
+            assert seen == ("FROZEN", "THAWED", 1)
         ack = c.wait_reply(seq, 2).data
     assert ack["mode"] == "time-triggered" and ack["q"] == 1 and not ack["late"]
     assert ack["at"] == at and not ack["errors"]
