@@ -109,6 +109,7 @@ class RemoteHost:
 
 
 _REF = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+MAX_GROUP_DEPTH = 50
 
 
 def resolve(name: str, variables: dict[str, Any], depth: int = 0) -> Any:
@@ -159,20 +160,28 @@ def parse_inventory(
     hostvars: dict[str, dict[str, Any]] = {}
     hostgroups: dict[str, list[str]] = {}
 
-    def walk(group: str, body: Any, inherited: dict[str, Any]) -> None:
-        body = body or {}
-        if not isinstance(body, dict):
-            raise RemoteError(f"{source}: group {group} is not a mapping", fix="fix the inventory")
-        gvars = {**inherited, **(body.get("vars") or {})}
-        for host, hv in (body.get("hosts") or {}).items():
+    def mapping(value: Any, what: str) -> dict[Any, Any]:
+        value = value or {}
+        if not isinstance(value, dict):
+            raise RemoteError(f"{source}: {what} is not a mapping", fix="fix the inventory")
+        return value
+
+    def walk(group: str, body: Any, inherited: dict[str, Any], depth: int = 0) -> None:
+        if depth > MAX_GROUP_DEPTH:  # a YAML alias can make a group its own child
+            raise RemoteError(f"{source}: groups nested deeper than {MAX_GROUP_DEPTH} at "
+                              f"{group}", fix="fix the inventory")  # fmt: skip
+        body = mapping(body, f"group {group}")
+        gvars = {**inherited, **mapping(body.get("vars"), f"group {group}'s vars")}
+        for host, hv in mapping(body.get("hosts"), f"group {group}'s hosts").items():
+            own = mapping(hv, f"host {host}'s variables")
             merged = hostvars.setdefault(str(host), {})
             # a host seen in an earlier group keeps its own variables over group ones
-            hostvars[str(host)] = {**gvars, **merged, **(hv or {})}
+            hostvars[str(host)] = {**gvars, **merged, **own}
             hostgroups.setdefault(str(host), [])
             if group not in hostgroups[str(host)]:
                 hostgroups[str(host)].append(group)
-        for child, cbody in (body.get("children") or {}).items():
-            walk(str(child), cbody, gvars)
+        for child, cbody in mapping(body.get("children"), f"group {group}'s children").items():
+            walk(str(child), cbody, gvars, depth + 1)
 
     for group, body in data.items():
         walk(str(group), body, {})
@@ -183,12 +192,22 @@ def parse_inventory(
         key = resolve("ansible_ssh_private_key_file", hv)
         checking = opts.get("stricthostkeychecking", "ask").lower()
         strict = checking in ("yes", "ask")
+        raw_port = resolve("ansible_port", hv)
+        try:
+            port = -1 if isinstance(raw_port, bool) else int(raw_port)
+        except (TypeError, ValueError, OverflowError):
+            port = -1
+        if not 0 < port < 65536:
+            raise RemoteError(
+                f"{source}: host {name}: ansible_port {raw_port!r} is not a port number",
+                fix="give 1-65535",
+            )
         hosts.append(
             RemoteHost(
                 name=name,
                 address=str(resolve("ansible_host", hv) or name),
                 user=str(resolve("ansible_user", hv)),
-                port=int(resolve("ansible_port", hv)),
+                port=port,
                 key_file=str(key) if key else None,
                 known_hosts=opts.get("userknownhostsfile"),
                 strict=strict,

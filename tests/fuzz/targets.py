@@ -392,6 +392,50 @@ def checkpoint_target(data: bytes) -> str:
     return "accepted"
 
 
+# ---- inventory YAML (testbed/remote.py, `cosched remote`) ---------------------------------
+
+_INVENTORY = (REPO / "ansible/inventory/example/hosts.yml").read_text()
+INVENTORY_KEYS = ["all", "vars", "hosts", "children", "agents", "controller", "head0",
+                  "ansible_host", "ansible_port", "ansible_user", "ansible_ssh_common_args",
+                  "ansible_ssh_private_key_file", "{{ ansible_user }}"]  # fmt: skip
+
+
+def inventory_yaml() -> st.SearchStrategy[str]:
+    """The example inventory; with a line replaced by a YAML line made of inventory words
+    and any value; a variable set to a reference; noise."""
+    lines = _INVENTORY.splitlines()
+    odd = ["", "[]", "{}", "[1, 2]", "-3", "99999999", "x", "null", "*a", "&a {}",
+           "{{ ansible_port }}", "'{{ x }}'"]  # fmt: skip
+    value = st.sampled_from(odd) | st.text(max_size=12)
+    line = st.builds(
+        lambda indent, key, v: " " * indent + f"{key}: {v}",
+        st.integers(0, 8),
+        st.sampled_from(INVENTORY_KEYS),
+        value,
+    )
+    edited = st.builds(
+        lambda i, new: "\n".join([*lines[:i], new, *lines[i + 1 :]]),
+        st.integers(0, len(lines) - 1),
+        line | st.text(max_size=30),
+    )
+    return st.one_of(st.just(_INVENTORY), edited, st.text(max_size=200))
+
+
+def inventory_target(text: str) -> str:
+    from testbed.remote import RemoteError, load_inventory
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "hosts.yml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        try:
+            hosts = load_inventory(str(path))
+        except RemoteError as e:
+            assert str(e) and "\n" not in str(e).split(":", 1)[0], e
+            return "rejected"
+    assert all(isinstance(h.port, int) and h.address for h in hosts), hosts
+    return "accepted"
+
+
 TARGETS = [
     Target("wire decoder", _frames(), wire_target),
     Target("controller API", api_request(), api_target),
@@ -404,4 +448,5 @@ TARGETS = [
     Target("JSON nesting", nesting_cases(), nesting_target),
     # issue 29
     Target("checkpoint files", checkpoint_files(), checkpoint_target),
+    Target("inventory YAML", inventory_yaml(), inventory_target),
 ]
