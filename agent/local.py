@@ -52,6 +52,11 @@ BOOSTS = ("weight", "freeze")
 # "freeze": the holder's competitors are frozen while it holds the boost, for at
 # most this many consecutive ticks, then thawed for one tick (nothing starves).
 FREEZE_MAX_TICKS = 5
+# A quiet node (nothing pending, no holder) evaluates a tick at least this often; the
+# ticks between are counted, not evaluated (docs/cdc.md, "What the agent pays").
+QUIET_S = 0.1
+# How often the exporter's copy of status() is refreshed.
+STATUS_S = 0.1
 
 
 def _process_cpu_s() -> float:
@@ -178,6 +183,10 @@ class LocalScheduler:
         self.boost_frozen: set[str] = set()  # jobs frozen by a "freeze" boost (not the controller)
         self._held_ticks = 0
         self.next_tick = 0.0
+        # The first tick not evaluated while the node rests (None: every tick is evaluated).
+        self._quiet_from: float | None = None
+        self._stirred = False  # the scheduler's own I/O happened while resting
+        self._status_next = 0.0
         self._epoll_watched = False
         self._ed_prev: dict[int, tuple[int, int]] = {}
         self._ed_next = 0.0
@@ -242,7 +251,8 @@ class LocalScheduler:
         self.cfg = cfg
         assert self.nic is not None
         self.nic.scheme = cfg.scheme
-        self._watch_arrivals(Event.ARRIVAL in self.scheme.reacts_to if self.scheme else False)
+        self._quiet_from = None
+        self._watch_arrivals(self._reacts_to_arrivals())
         self.next_tick = self.clock()
         self.refresh_status()
         log.info(
@@ -295,6 +305,9 @@ class LocalScheduler:
         h.loop.register(g.sock, selectors.EVENT_READ, _Tag("gossip"))
         self.gossip = g
 
+    def _reacts_to_arrivals(self) -> bool:
+        return self.scheme is not None and Event.ARRIVAL in self.scheme.reacts_to
+
     def _watch_arrivals(self, on: bool) -> None:
         """Wake on arrivals only for schemes that decide on them (an "interrupt").
 
@@ -313,6 +326,7 @@ class LocalScheduler:
         self._epoll_watched = on
 
     def stop(self) -> None:
+        self._quiet_from = None
         self._watch_arrivals(False)
         self._set_holder(None)
         self._thaw_competitors()  # nothing stays frozen by a boost
@@ -359,6 +373,9 @@ class LocalScheduler:
 
     def ready(self, tag: _Tag) -> None:
         nic = self.nic
+        if tag.kind != "gossip":
+            # an arrival, a registration or a collective event: a resting node wakes up
+            self._stirred = True
         if tag.kind == "listen" and nic is not None:
             conn = nic.accept()
             while conn is not None:
@@ -379,23 +396,76 @@ class LocalScheduler:
         """Run the tick when it is due (called by the agent loop after every select)."""
         if not self.active:
             return
+        assert self.cfg is not None and self.core is not None
         now = self.clock()
+        if self._quiet_from is not None:
+            if now < self.next_tick and not self._stirred:
+                return
+            self._wake(now)
         if now < self.next_tick:
             return
-        assert self.cfg is not None
-        self.next_tick += self.cfg.tick_s
+        tick = self.cfg.tick_s
+        self.next_tick += tick
         if self.next_tick <= now:  # late (a busy host): skip, do not catch up in a burst
-            self.next_tick = now + self.cfg.tick_s
-        self.counters.ticks += 1
+            self.next_tick = now + tick
         if self.boost_frozen:
             self._held_ticks += 1
             if self._held_ticks > FREEZE_MAX_TICKS:
                 # Bounded: the others run again; the holder keeps only its weight
                 # until the boost moves (a new holder may freeze them again).
                 self._thaw_competitors()
-        self._decide(Event.TICK, None)
-        if self.counters.ticks % 10 == 0:  # the exporter's copy, ten times a second at 10 ms
+        views = self._decide(Event.TICK, None)
+        if views is not None and self._can_rest(now, views):
+            self._rest()
+        if now >= self._status_next:  # the exporter's copy
+            self._status_next = now + STATUS_S
             self.refresh_status()
+
+    # ---- resting: the idle node's ticks, counted without waking --------------------
+    def _can_rest(self, now: float, views: Mapping[str, ProcView]) -> bool:
+        """Whether the coming ticks would repeat this one until something wakes the agent.
+
+        True when no process has a pending message or sits in a collective,
+        nothing holds the boost, every data socket is drained and re-armed (so
+        the kernel wakes the agent at the next arrival) and the scheme says
+        its decision on these views is stable (Scheme.tick_stable_until).
+        """
+        if self.holder is not None or self.boost_frozen or self.nic is None:
+            return False
+        if any(v.pending or v.in_collective for v in views.values()):
+            return False
+        if not self.nic.drained() or self.scheme is None:
+            return False
+        return self.scheme.tick_stable_until(now, views) == math.inf
+
+    def _rest(self) -> None:
+        """Sleep until an arrival, a registration or event, or QUIET_S, whichever is first."""
+        assert self.cfg is not None
+        tick = self.cfg.tick_s
+        k = round(QUIET_S / tick)
+        if k < 2:
+            return  # ticks this far apart: nothing to save
+        self._quiet_from = self.next_tick
+        self.next_tick = self._quiet_from + (k - 1) * tick
+        self._stirred = False
+        self._watch_arrivals(True)
+
+    def _wake(self, now: float) -> None:
+        """Leave the rest: count the ticks that passed unevaluated (their outcome is known:
+        nothing pending, no holder), and go on with the same tick grid."""
+        assert self.cfg is not None and self.core is not None and self._quiet_from is not None
+        tick, first = self.cfg.tick_s, self._quiet_from
+        due = now >= self.next_tick  # the rest's own end: that tick is evaluated now
+        passed = math.floor((now - first) / tick + 1e-9) + 1 if now >= first else 0
+        if due:  # next_tick stays: the tick path evaluates it and moves on along the grid
+            self.core.skip_ticks(max(0, passed - 1), 0)
+        else:
+            # Woken by I/O: the ticks before it saw nothing; the next is on the grid.
+            self.core.skip_ticks(passed, 0)
+            self.next_tick = first + passed * tick
+        self._quiet_from = None
+        self._stirred = False
+        self._watch_arrivals(self._reacts_to_arrivals())
 
     # ---- decisions -------------------------------------------------------------------
     def _on_event(self, key: str, event: Event) -> None:
@@ -403,10 +473,10 @@ class LocalScheduler:
         if self.core is not None and self.core.is_decision(event):
             self._decide(event, key)
 
-    def _decide(self, event: Event, subject: str | None) -> None:
+    def _decide(self, event: Event, subject: str | None) -> dict[str, ProcView] | None:
         core, nic = self.core, self.nic
         if core is None or nic is None:
-            return
+            return None
         t0 = time.perf_counter()
         now = self.clock()
         views = nic.views(rearm=event is Event.TICK)
@@ -414,6 +484,7 @@ class LocalScheduler:
             self._update_erl(views, now)
         self._set_holder(core.decide(now, event, subject, views))
         self.decision_cost_s += time.perf_counter() - t0
+        return views
 
     def _update_erl(self, views: Mapping[str, ProcView], now: float) -> None:
         assert self.nic is not None and self.core is not None
@@ -517,7 +588,7 @@ class LocalScheduler:
 
     # ---- reporting -------------------------------------------------------------------
     def refresh_status(self) -> None:
-        """Copy status() for the exporter thread (called from the loop every 10 ticks)."""
+        """Copy status() for the exporter thread (called from the loop every STATUS_S)."""
         self.last_status = self.status()
 
     def status(self) -> dict[str, Any]:

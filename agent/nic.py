@@ -329,6 +329,14 @@ class NicServer:
             )
         return out
 
+    def drained(self) -> bool:
+        """No unread bytes seen on any socket, none believed in an unexpected queue, and
+        every socket armed: the kernel wakes the agent at the next arrival (as of the
+        last :meth:`views` with ``rearm``)."""
+        return all(s.seen_s is None and s.armed for s in self.by_fd.values()) and all(
+            p.unexpected_seen_s is None for p in self.procs.values()
+        )
+
     def pids(self) -> dict[str, int]:
         return {k: p.pid for k, p in self.procs.items()}
 

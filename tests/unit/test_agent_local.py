@@ -454,3 +454,90 @@ def test_freeze_boost_stops_competitors_for_a_bounded_time_and_thaws_them(agent:
         assert agent.driver.is_thawed(agent.jobs["2"].cgroup)
     finally:
         r.close()
+
+
+class StepClock:
+    """The local scheduler's clock, moved by hand."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def rest_setup(agent: Agent, scheme: str) -> tuple[StepClock, Rank]:
+    clock = StepClock(100.0)
+    agent.local.clock = clock
+    configure(agent, scheme, tick_ms=10.0)
+    r = Rank(agent, "1")  # the tick at 100.00 was evaluated before it registered
+    assert agent.local.status()["decisions"] == 1
+    clock.t = 100.01
+    agent.local.poll()  # the tick at 100.01: nothing pending, so the node rests
+    return clock, r
+
+
+def test_an_idle_node_rests_and_counts_the_ticks_it_does_not_evaluate(agent: Agent) -> None:
+    clock, r = rest_setup(agent, "cc-s")
+    try:
+        local = agent.local
+        assert local.status()["decisions"] == 2
+        assert local.timeout() == pytest.approx(0.1)  # not 10 ms: the next tick it evaluates
+        assert local._epoll_watched  # the kernel wakes it at an arrival, even for CC-S
+        clock.t = 100.06
+        local.poll()
+        assert local.status()["decisions"] == 2  # not due, nothing stirred: not evaluated
+        clock.t = 100.111
+        local.poll()
+        st = local.status()
+        # the ticks at 100.02 ... 100.10 counted (nine), the one at 100.11 evaluated
+        assert st["decisions"] == 12 and st["ticks"] == 12 and st["conflicts"] == 0
+        assert local.timeout() == pytest.approx(0.099)  # and rests again, on the grid
+    finally:
+        r.close()
+
+
+def test_an_arrival_wakes_a_resting_node_onto_its_tick_grid(agent: Agent) -> None:
+    clock, r = rest_setup(agent, "cc-s")
+    try:
+        local = agent.local
+        clock.t = 100.045
+        r.data_far.send(b"x")  # an arrival for a process that is not running
+        for _ in range(50):
+            agent.step(0.01)
+            if not local._epoll_watched:
+                break
+        assert not local._epoll_watched  # CC-S does not react to arrivals: unwatched again
+        st = local.status()
+        # 100.02, 100.03, 100.04 counted; the arrival is decided at the next grid tick
+        assert st["decisions"] == 5 and st["holder"] is None
+        assert local.next_tick == pytest.approx(100.05)
+        clock.t = 100.051
+        local.poll()
+        st = local.status()
+        assert st["decisions"] == 6 and st["holder"] == "1/0" and st["enp"] == 1
+        assert local.timeout() == pytest.approx(0.009)  # a pending node does not rest
+        assert weight(agent, "1") == BOOST_WEIGHT
+    finally:
+        r.close()
+
+
+def test_a_node_with_a_pending_message_ticks_every_interval(agent: Agent) -> None:
+    clock, r = rest_setup(agent, "cc-b")
+    try:
+        r.data_far.send(b"x")
+        for _ in range(50):
+            agent.step(0.01)
+            if agent.local.status()["holder"] == "1/0":
+                break
+        assert agent.local.status()["holder"] == "1/0"  # CC-B: decided at the arrival
+        clock.t = 100.2
+        agent.local.poll()
+        assert agent.local.timeout() == pytest.approx(0.01)
+        r.data.recv(10)  # consumed: the next tick finds nothing and the node rests again
+        clock.t = 100.211
+        agent.local.poll()
+        assert agent.local.status()["holder"] is None
+        assert agent.local.timeout() == pytest.approx(0.099)
+    finally:
+        r.close()
