@@ -56,9 +56,8 @@ class AgentsUnreachable(CoschedError, ConnectionError):
     """Agents that did not answer within the start-up deadline (one line, with the fix)."""
 
 
-# The fields of a node's quantum ack the scheduler reads (controller/quantum.py
-# ``_account`` and ``_switch_figures``). A relay forwards only these: the per-job
-# switch latencies and apply durations are exported by each agent's own exporter.
+# The fields of a node's quantum ack the scheduler reads (folded by controller/acks.py
+# ``AckFolder``, at the controller or at a relay).
 ACK_FIELDS = frozenset(
     {
         "cpu_ns",

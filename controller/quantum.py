@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.acks import AckFolder, AckSummary
 from controller.jobtable import JobTable
-from controller.nodes import NodeInfo, Pool, QuantumResult
-from controller.telemetry import Switches, command_skew_s
+from controller.nodes import NodeInfo, Pool
+from controller.telemetry import Switches
 
 log = logging.getLogger("controller.quantum")
 
@@ -75,7 +76,7 @@ class QuantumRound:
         self.mono = mono
         self.q = 0
         self._prev_runnable: dict[int, list[str]] = {}  # job -> nodes, previous quantum
-        self._prev_applied: dict[str, int] = {}
+        self.folder = AckFolder(self.capacity)  # the acks of a pool that returns them all
         self._failing: dict[str, tuple[int, float, str]] = {}  # node -> count, last log, error
 
     def run(
@@ -88,8 +89,16 @@ class QuantumRound:
             for n in nodes:
                 commands[n][str(jid)] = weights.get(jid, 100)
         self.q += 1
-        results = self.pool.quantum(self.q, commands, at)
-        report = self._account(results)
+        # A pool over relays gets one summary per relay (controller/relaypool.py); the
+        # agents' acks, straight from them, are folded here into the same summary.
+        summarize = getattr(self.pool, "quantum_summary", None)
+        if summarize is not None:
+            summary, failed = summarize(self.q, commands, at)
+        else:
+            results = self.pool.quantum(self.q, commands, at)
+            failed = {n: str(r.error) for n, r in results.items() if r.ack is None}
+            summary = self.folder.fold(commands, {n: r.ack for n, r in results.items()})
+        report = self._account(summary, failed, commands)
         for job in self.table.jobs.values():
             job.set_runnable(job.job_id in runnable)
         self._prev_runnable = runnable
@@ -104,56 +113,36 @@ class QuantumRound:
         down = {n for n, ok in self.pool.connected().items() if not ok}
         return sorted(down | set(self._failing))
 
-    def _account(self, results: Mapping[str, QuantumResult]) -> RoundReport:
+    def _account(
+        self, s: AckSummary, failed: Mapping[str, str], commands: Mapping[str, Any]
+    ) -> RoundReport:
         """CPU time per job, utilization, skew, cluster utilization."""
         report = RoundReport(self.q)
         sw = report.switches
-        jobs = self.table.jobs
-        cpu: dict[str, dict[int, int]] = {}
-        elapsed: dict[str, int] = {}
-        applied: dict[str, int] = {}
-        thawed: dict[str, int] = {}
-        for node, res in results.items():
-            if res.ack is None:
-                sw.failed += 1
-                self._warn_failed(node, str(res.error))
-                continue
-            if node in self._failing:
+        for node, error in failed.items():
+            sw.failed += 1
+            self._warn_failed(node, error)
+        if self._failing:
+            for node in [n for n in self._failing if n in commands and n not in failed]:
                 n, _, _ = self._failing.pop(node)
                 log.info("quantum %d: %s answers again after %d failed quanta", self.q, node, n)
-            ack = res.ack
-            per: dict[int, int] = {}
-            for k, v in (ack.get("cpu_ns") or {}).items():
-                try:
-                    per[int(k)] = int(v)
-                except (TypeError, ValueError):
-                    continue
-            cpu[node] = per
-            for jid, ns in per.items():
-                job = jobs.get(jid)
-                if job is not None:
-                    job.cpu_ns += ns
-            if ack.get("errors"):
-                log.warning("quantum %d on %s: %s", self.q, node, ack["errors"])
-            self._switch_figures(node, ack, thawed, sw)
-            t = ack.get("applied_monotonic_ns")
-            if isinstance(t, int):
-                applied[node] = t
-                prev = self._prev_applied.get(node)
-                if prev is not None:
-                    elapsed[node] = t - prev
-        capacity = self.capacity
-        report.utilization = job_utilization(cpu, elapsed, capacity, self._prev_runnable)
-        sw.skew = command_skew_s(applied)
-        sw.thaw_skew = command_skew_s(thawed)
-        total_cpu = sum(sum(per.values()) for per in cpu.values())
-        offered = sum(elapsed[n] * capacity.get(n, 1.0) for n in elapsed)
-        if offered > 0:
-            sw.utilization = min(1.0, total_cpu / offered)
-        self._prev_applied.update(applied)
-        for node in results:
-            if node not in applied:
-                self._prev_applied.pop(node, None)
+        jobs = self.table.jobs
+        for jid, ns in s.cpu_ns.items():
+            job = jobs.get(jid)
+            if job is not None:
+                job.cpu_ns += ns
+        for node, errors in s.ack_errors.items():
+            log.warning("quantum %d on %s: %s", self.q, node, errors)
+        sw.freeze_confirms = s.freeze_confirms
+        sw.lateness = s.lateness
+        sw.late = len(s.late)
+        for node in s.late:
+            log.info("quantum %d: the plan reached %s after its instant (late)", self.q, node)
+        report.utilization = s.utilization(self._prev_runnable)
+        sw.skew = s.skew_s(s.applied)
+        sw.thaw_skew = s.skew_s(s.thawed)
+        if s.offered_total_ns > 0:
+            sw.utilization = min(1.0, s.cpu_total_ns / s.offered_total_ns)
         return report
 
     def _warn_failed(self, node: str, error: str) -> None:
@@ -172,24 +161,3 @@ class QuantumRound:
             log.warning("quantum %d on %s: %s%s", self.q, node, error, more)
             last, last_error = now, error
         self._failing[node] = (n, last, last_error)
-
-    def _switch_figures(
-        self, node: str, ack: Mapping[str, Any], thawed: dict[str, int], sw: Switches
-    ) -> None:
-        """The thaw instant, lateness, late flag and freeze confirmation of one ack."""
-        t = ack.get("thawed_realtime_ns")
-        if isinstance(t, int):
-            thawed[node] = t
-        fc = ack.get("freeze_confirm_s")
-        if isinstance(fc, int | float):
-            sw.freeze_confirms.append(float(fc))
-        if ack.get("mode") != "time-triggered":
-            return
-        lat = ack.get("lateness_s")
-        if isinstance(lat, int | float):
-            sw.lateness.append(float(lat))
-        if ack.get("late"):
-            sw.late += 1
-            log.info(
-                "quantum %d: the plan reached %s after its instant (applied late)", self.q, node
-            )

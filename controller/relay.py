@@ -1,7 +1,8 @@
 """A relay: one sub-controller between the controller and a group of agents (issue 15).
 
 To the controller a relay looks like an agent; it fans each quantum's batch out to its
-agents with the controller's own pool code and answers with one frame of acks. Its
+agents with the controller's own pool code and answers with one frame: the summary of
+its agents' acks (controller/acks.py) and the nodes that gave none. Its
 protocol and fail-safe choice: docs/scale.md, "The relay tree".
 
     python -m controller.relay --name r0 --listen 127.0.0.1:17900 \
@@ -25,7 +26,8 @@ from agent import wire
 from agent.client import AgentError
 from agent.failsafe import FailSafe, Transition
 from agent.server import AgentConn, AgentServer
-from controller.nodes import ACK_FIELDS, HEARTBEAT_EVERY, AgentPool, NodeInfo
+from controller.acks import AckFolder
+from controller.nodes import HEARTBEAT_EVERY, AgentPool, NodeInfo
 
 log = logging.getLogger("controller.relay")
 
@@ -53,6 +55,7 @@ class Relay:
         self.server = AgentServer(self.sel, cfg.key, cfg.name, self._on_message, self._heard)
         self.pool = AgentPool(cfg.nodes, cfg.key, timeout=cfg.timeout)
         self.pool.on_connect = self._agent_connected
+        self.folder = AckFolder({n.name: n.capacity for n in cfg.nodes})
         self.failsafe = FailSafe(cfg.failsafe_timeout, time.monotonic)
         self.hellos: dict[str, dict[str, Any]] = {}
         self.stopping = False
@@ -170,15 +173,13 @@ class Relay:
         at = data.get("at")
         at = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
         results = self.pool.quantum(data["q"], mine, at=at, start=float(data["start"]))
-        acks: dict[str, Any] = {}
         for n, r in results.items():
-            if r.ack is not None:
-                # only what the scheduler reads, and no empty error table: the
-                # controller decodes every node's ack each quantum (docs/scale.md)
-                acks[n] = {k: v for k, v in r.ack.items() if k in ACK_FIELDS and v != {}}
-            else:
+            if r.ack is None:
                 errors[n] = r.error or "no ack"
-        return {"node": self.cfg.name, "acks": acks, "errors": errors}
+        # one summary, not an ack per node: what the scheduler reads is sums, counts and
+        # extremes over nodes (controller/acks.py, docs/scale.md)
+        summary = self.folder.fold(mine, {n: r.ack for n, r in results.items()})
+        return {"node": self.cfg.name, "summary": summary.to_wire(), "errors": errors}
 
     def _forward(self, conn: AgentConn, msg: wire.Message) -> None:
         node = msg.data.get("node")

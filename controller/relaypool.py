@@ -24,6 +24,7 @@ from typing import Any
 
 from agent import wire
 from agent.client import AgentClient, AgentError
+from controller.acks import AckSummary
 from controller.nodes import AgentPool, NodeInfo, OnConnect, QuantumResult, launch_data
 
 log = logging.getLogger("controller.relaypool")
@@ -110,21 +111,33 @@ class RelayPool:
     def quantum(
         self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
     ) -> dict[str, QuantumResult]:
-        """Every relay its nodes' commands in one frame, then every relay's acks."""
+        """Every node's outcome: an empty ack for a node its relay reports applied (a relay
+        sends a summary, not the acks: :meth:`quantum_summary`), else why not."""
+        _, failed = self.quantum_summary(q, commands, at)
+        return {
+            n: QuantumResult(n, None, failed[n]) if n in failed else QuantumResult(n, {})
+            for n in commands
+        }
+
+    def quantum_summary(
+        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+    ) -> tuple[AckSummary, dict[str, str]]:
+        """Every relay its nodes' commands in one frame, then every relay's summary of its
+        nodes' acks (controller/acks.py), merged; and the nodes without an ack, with why."""
         start, c0 = time.time(), time.thread_time()
         by_relay: dict[str, dict[str, dict[str, int]]] = {}
-        out: dict[str, QuantumResult] = {}
+        failed: dict[str, str] = {}
         for node, jobs in commands.items():
             r = self.relay_of.get(node)
             if r is None:
-                out[node] = QuantumResult(node, None, "behind no relay")
+                failed[node] = "behind no relay"
                 continue
             by_relay.setdefault(r, {})[node] = jobs
         sent: dict[str, tuple[AgentClient, int]] = {}
         for r, cmds in by_relay.items():
             c = self.up.clients.get(r)
             if c is None:
-                out.update({n: QuantumResult(n, None, f"relay {r} not connected") for n in cmds})
+                failed.update(dict.fromkeys(cmds, f"relay {r} not connected"))
                 continue
             data: dict[str, Any] = {"q": q, "start": start, "commands": cmds}
             if at is not None:
@@ -133,33 +146,35 @@ class RelayPool:
                 sent[r] = (c, c.send(wire.QUANTUM_BATCH, data))
             except OSError as e:
                 self.up._drop(r, e)
-                why = f"relay {r}: send failed: {e}"
-                out.update({n: QuantumResult(n, None, why) for n in cmds})
+                failed.update(dict.fromkeys(cmds, f"relay {r}: send failed: {e}"))
                 continue
             self.up._last_sent[r] = self.up.clock()
         self.last_fanout_s = time.time() - start
         self.last_fanout_cpu_s = time.thread_time() - c0
+        total = AckSummary()
         for r, (c, seq) in sent.items():
             # the relay waits up to its own timeout per agent, and ``at`` first
             wait = 2 * self.timeout + (max(0.0, at - time.time()) if at is not None else 0.0)
             cmds = by_relay[r]
             try:
                 reply = c.wait_reply(seq, wait).data
+                part = AckSummary.from_wire(reply["summary"])
+                errors = dict(reply.get("errors") or {})
             except AgentError as e:
-                out.update({n: QuantumResult(n, None, f"{e.code}: {e.reason}") for n in cmds})
+                failed.update(dict.fromkeys(cmds, f"{e.code}: {e.reason}"))
                 continue
             except (OSError, TimeoutError, wire.WireError) as e:
                 self.up._drop(r, e)
-                out.update({n: QuantumResult(n, None, f"relay {r}: no ack: {e}") for n in cmds})
+                failed.update(dict.fromkeys(cmds, f"relay {r}: no ack: {e}"))
                 continue
-            acks = reply.get("acks") or {}
-            errors = reply.get("errors") or {}
-            for n in cmds:
-                if n in acks:
-                    out[n] = QuantumResult(n, acks[n], None)
-                else:
-                    out[n] = QuantumResult(n, None, str(errors.get(n, "no ack from the relay")))
-        return out
+            except (KeyError, ValueError, TypeError) as e:
+                failed.update(dict.fromkeys(cmds, f"relay {r}: malformed summary: {e!r}"))
+                continue
+            total.add(part)
+            for n, why in errors.items():
+                if n in cmds:
+                    failed[n] = str(why)
+        return total, failed
 
     # ---- plain requests, forwarded by the node's relay -------------------------
     def request(self, node: str, mtype: str, data: dict[str, Any]) -> dict[str, Any]:

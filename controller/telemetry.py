@@ -101,10 +101,8 @@ class Telemetry:
         if timed:
             c.timed_quanta += 1
         c.failed_commands += sw.failed
-        for v in sw.freeze_confirms:
-            self.freeze_confirms.append(v)
-        for v in sw.lateness:
-            self.lateness.append(v)
+        self.freeze_confirms.extend(sw.freeze_confirms)
+        self.lateness.extend(sw.lateness)
         c.late_plans += sw.late
         self._new_late += sw.late
         if sw.skew is not None:

@@ -10,7 +10,7 @@ doubles takes its full size at start and never changes.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 
 class Window:
@@ -29,6 +29,17 @@ class Window:
         self._next = (self._next + 1) % self._size
         if self._count < self._size:
             self._count += 1
+
+    def extend(self, values: Sequence[float]) -> None:
+        """``append`` of each value, in two slice writes (a quantum's per-node figures)."""
+        vals = list(values[-self._size :])
+        n, i = len(vals), self._next
+        first = min(n, self._size - i)
+        self._buf[i : i + first] = array("d", vals[:first])
+        if n > first:
+            self._buf[: n - first] = array("d", vals[first:])
+        self._next = (i + n) % self._size
+        self._count = min(self._size, self._count + n)
 
     def __len__(self) -> int:
         return self._count

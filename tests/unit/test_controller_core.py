@@ -350,7 +350,7 @@ class _ReadKeys(dict[str, Any]):
 
 
 def test_the_scheduler_reads_no_ack_field_a_relay_drops() -> None:
-    """Relays forward only ``ACK_FIELDS`` (controller/relay.py): reading another is a bug."""
+    """The ack folder (controller/acks.py, at a relay too) reads only ``ACK_FIELDS``."""
     from controller.nodes import ACK_FIELDS, QuantumResult
 
     s, pool, clock = make("paired-gang")

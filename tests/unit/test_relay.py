@@ -20,7 +20,7 @@ import pytest
 
 from agent import wire
 from agent.client import AgentClient, AgentError
-from controller.nodes import ACK_FIELDS, NodeInfo
+from controller.nodes import NodeInfo
 from controller.relay import main as relay_main
 from controller.relaypool import RelayInfo, RelayPool
 from controller.scheduler import Scheduler
@@ -113,14 +113,14 @@ def test_gang_through_relays_switches_every_node(make_tree: Any) -> None:
     sched = Scheduler("gang", {}, pool)
     ids = [sched.submit({"name": f"w{k}", "size": N, "argv": ["true"]}, "root") for k in (0, 1)]
     seen: list[Any] = []
-    inner = pool.quantum
+    inner = pool.quantum_summary
 
     def spy(q: int, commands: Any, at: float | None = None) -> Any:
         out = inner(q, commands, at)
         seen.append(out)
         return out
 
-    pool.quantum = spy  # type: ignore[method-assign]
+    pool.quantum_summary = spy  # type: ignore[method-assign]
     thawed = []
     for k in range(10):
         sched.tick()
@@ -134,11 +134,15 @@ def test_gang_through_relays_switches_every_node(make_tree: Any) -> None:
         assert len(running) == 1  # the same gang on every node, behind both relays
         thawed.append(running.pop())
     assert sched.telemetry.counters.failed_commands == 0
-    for out in seen[3:]:
-        assert len(out) == N and all(r.error is None for r in out.values())
-        # a relay forwards only the ack fields the scheduler reads
-        assert all(r.ack is not None and set(r.ack) <= ACK_FIELDS for r in out.values())
-        assert all(r.ack is not None and "cpu_ns" in r.ack for r in out.values())
+    for summary, failed in seen[3:]:
+        # one summary per relay, merged: every node answered, both jobs' CPU summed, the
+        # apply instants' spread over all N nodes, every node's freeze confirmation
+        assert not failed and summary.answered == N
+        assert set(summary.cpu_ns) == set(ids)
+        assert summary.applied[0] == N and summary.applied[2] >= summary.applied[1]
+        assert len(summary.freeze_confirms) == N
+        assert all(summary.counted.get(j) in (None, N) for j in ids)
+    assert sched.last_utilization  # the gang's utilization came through the summaries
     assert set(thawed) == {(str(ids[0]),), (str(ids[1]),)}
     assert all(a != b for a, b in itertools.pairwise(thawed))
     # a node's own request goes through its relay, and refusals come back as they were

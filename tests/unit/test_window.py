@@ -47,3 +47,13 @@ def test_unscraped_skews_stay_bounded() -> None:
         s.telemetry.switched(Switches(skew=float(k)), timed=False)
     fresh = s.telemetry.drain()
     assert len(fresh.skews) == SKEW_WINDOW and fresh.skews[0] == 5.0
+
+
+@given(st.integers(1, 9), st.lists(st.lists(st.floats(allow_nan=False), max_size=25), max_size=6))
+def test_extend_is_append_of_each_value(size: int, batches: list[list[float]]) -> None:
+    a, b = Window(size), Window(size)
+    for batch in batches:
+        a.extend(batch)
+        for v in batch:
+            b.append(v)
+        assert list(a) == list(b) and len(a) == len(b)
