@@ -531,15 +531,28 @@ class Agent:
         whenever the command happened to arrive (see :meth:`apply_at`).
         """
         t0 = time.perf_counter()
+        drv = self.driver
         live, to_freeze, to_thaw = self._split(runnable)
         errors: dict[str, str] = {}
         freeze_lat = self._freeze(to_freeze, errors)
-        freeze_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        freeze_s = t1 - t0
+        steps = {"freeze_write": drv.last_write_s, "freeze_confirm": drv.last_confirm_s}
         self._set_weights(live, runnable, errors)
+        t2 = time.perf_counter()
         thaw_lat = self._thaw(to_thaw, errors)
         thawed_ns = time.time_ns()
+        t3 = time.perf_counter()
         ack = self._finish(live, freeze_lat, thaw_lat, errors, t0)
-        ack.update(mode="immediate", thawed_realtime_ns=thawed_ns, freeze_confirm_s=freeze_s)
+        # where a switch's time goes, per step (benchmarks/switch_steps.py, docs/cluster.md)
+        steps.update(weights=t2 - t1, thaw_write=drv.last_write_s,
+                     thaw_confirm=drv.last_confirm_s, account=time.perf_counter() - t3)  # fmt: skip
+        if not to_freeze:
+            steps["freeze_write"] = steps["freeze_confirm"] = 0.0
+        if not to_thaw:
+            steps["thaw_write"] = steps["thaw_confirm"] = 0.0
+        ack.update(mode="immediate", thawed_realtime_ns=thawed_ns, freeze_confirm_s=freeze_s,
+                   steps_s=steps)  # fmt: skip
         return ack
 
     def apply_at(self, plan: Plan) -> dict[str, Any]:

@@ -64,6 +64,7 @@ class SignalSwitch:
         self._stopped: set[str] = set()  # groups the agent wants stopped (empty ones too)
         self.freeze_timeout: float = float(driver.freeze_timeout)
         self.poll_interval: float = 1e-4
+        self.last_write_s = self.last_confirm_s = 0.0  # not the wrapped freezer's
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._d, name)
@@ -153,7 +154,10 @@ class SignalSwitch:
     ) -> tuple[dict[str, float], list[str]]:
         done: dict[str, float] = {}
         pending = list(todo)
-        deadline = time.perf_counter() + self.freeze_timeout
+        t0 = time.perf_counter()
+        # the driver's per-step split (agent/daemon.py apply): signalling, then confirming
+        self.last_write_s = t0 - min(start.values(), default=t0)
+        deadline = t0 + self.freeze_timeout
         interval = self.poll_interval
         while pending:
             still = []
@@ -177,6 +181,7 @@ class SignalSwitch:
                 break
             time.sleep(interval)  # never spin: the stopping tasks need this CPU
             interval = min(interval * 1.5, 1e-3)
+        self.last_confirm_s = time.perf_counter() - t0
         return done, pending
 
     def prepare_thaw(self, paths: Iterable[str]) -> PreparedContinue:

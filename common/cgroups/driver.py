@@ -94,6 +94,10 @@ class Cgroups:
         self.fs = fs or CgroupFS()
         self.freeze_timeout = freeze_timeout
         self.poll_interval = poll_interval
+        # The last freeze_many/thaw_many split in two: writing every request, then
+        # confirming them (freezer.state or cgroup.events), seconds (benchmarks/switch_steps.py)
+        self.last_write_s = 0.0
+        self.last_confirm_s = 0.0
         # Each resource served by the v1 or v2 files, as the layout says (None = missing).
         self._freezer: _Freezer | None = self._pick("freezer", V1Freezer, V2Freezer)
         self._cpu: _Cpu | None = self._pick("cpu", V1Cpu, V2Cpu)
@@ -560,9 +564,11 @@ class Cgroups:
     def _request_all(self, fz: _Freezer, paths: list[str], frozen: bool) -> dict[str, float]:
         """Write every request before confirming any; returns when each was asked."""
         start: dict[str, float] = {}
+        t0 = time.perf_counter()
         for p in paths:
             start[p] = time.perf_counter()
             fz.request(self._dir("freezer", check_rel(p)), frozen)
+        self.last_write_s = time.perf_counter() - t0
         return start
 
     def _poll(
@@ -574,7 +580,8 @@ class Cgroups:
     ) -> tuple[dict[str, float], list[str]]:
         done: dict[str, float] = {}
         pending = list(todo)
-        deadline = time.perf_counter() + self.freeze_timeout
+        t0 = time.perf_counter()
+        deadline = t0 + self.freeze_timeout
         interval = self.poll_interval
         while pending:
             still: list[str] = []
@@ -594,6 +601,7 @@ class Cgroups:
                 pending, min(interval, max(0.0, deadline - time.perf_counter())), want_frozen
             )
             interval = min(interval * 1.5, max(self.poll_interval, 1e-3))
+        self.last_confirm_s = time.perf_counter() - t0
         return done, pending
 
     def _wait(self, pending: list[str], interval: float, want_frozen: bool) -> None:

@@ -27,6 +27,15 @@ def test_apply_quantum(tmp_path: Path) -> None:
     assert set(ack["freeze_latency_s"]) == {"a", "b"}
     assert set(ack["thaw_latency_s"]) == {"c"}
     assert state(tmp_path, "a") == "FROZEN" and state(tmp_path, "c") == "THAWED"
+    # where the switch's time went: every step timed, together within the apply
+    steps = ack["steps_s"]
+    assert set(steps) == {"freeze_write", "freeze_confirm", "weights", "thaw_write",
+                          "thaw_confirm", "account"}  # fmt: skip
+    assert steps["freeze_write"] > 0 and steps["thaw_write"] > 0 and steps["weights"] > 0
+    switch = sum(v for k, v in steps.items() if k != "account")  # the ack's CPU is read after
+    assert switch <= ack["apply_duration_s"]
+    ack = agent.apply({"c": 100})  # nothing to switch: no freeze or thaw step
+    assert ack["steps_s"]["freeze_write"] == ack["steps_s"]["thaw_confirm"] == 0.0
 
 
 def test_failed_freeze_is_reported(tmp_path: Path) -> None:
