@@ -19,6 +19,7 @@ KINDS: dict[str, str] = {
     "paired-live": "testbed.experiment.paired",
     "paired-sim": "testbed.experiment.pairedsim",
     "paired-scale": "testbed.experiment.pairedscale",
+    "paired-trace": "testbed.experiment.pairedtrace",
     "sim-vs-live": "testbed.experiment.simvslive",
     "cdc-live": "testbed.experiment.cdc",
     "rajaei-sim": "testbed.experiment.rajaei",

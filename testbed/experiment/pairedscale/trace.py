@@ -279,14 +279,27 @@ def simulate_qcrd(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     from testbed.sim.results import FULL, SimConfig
 
     io_s, cpu_s, final_s = (float(x) for x in str(params["phases"]).split(","))
-    total = 12 * (io_s + cpu_s) + final_s
     io, cpu = params["io"], params["compute"]
-    phases: list[Phase] = []
-    for _ in range(12):
-        phases += [Phase(io_s / total, io["cpu"], io["device"]), Phase(cpu_s / total, cpu["cpu"])]
-    phases.append(Phase(1.0 - sum(p.fraction for p in phases), io["cpu"], io["device"]))
+    # seeded variation (0: four exact copies started at once): each copy starts up to
+    # ``start_jitter`` s after the first and each of its phases lasts x U(1 -/+ phase_jitter)
+    rng = random.Random(seed)
+    sj, pj = float(params.get("start_jitter", 0.0)), float(params.get("phase_jitter", 0.0))
     nodes = int(params["nodes"])
-    jobs = [SimJob(k + 1, 0.0, nodes, total, total, phases=tuple(phases)) for k in range(4)]
+    jobs = []
+    for k in range(4):
+        lengths: list[tuple[float, bool]] = []
+        for _ in range(12):
+            lengths += [(io_s, True), (cpu_s, False)]
+        lengths.append((final_s, True))
+        lengths = [(x * rng.uniform(1 - pj, 1 + pj) if pj else x, dev) for x, dev in lengths]
+        total = sum(x for x, _ in lengths)
+        phases: list[Phase] = [
+            Phase(x / total, io["cpu"], io["device"]) if dev else Phase(x / total, cpu["cpu"])
+            for x, dev in lengths[:-1]
+        ]
+        phases.append(Phase(1.0 - sum(p.fraction for p in phases), io["cpu"], io["device"]))
+        submit = rng.uniform(0.0, sj) if sj and k else 0.0
+        jobs.append(SimJob(k + 1, submit, nodes, total, total, phases=tuple(phases)))
     pparams = parse_params(lookup("paired-gang"), {"sharp_change": str(params["sharp_change"])})
     policy: Any = make_policy("paired-gang", nodes, pparams)
     entries: list[dict[str, Any]] = []

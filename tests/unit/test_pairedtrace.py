@@ -1,0 +1,104 @@
+"""The paired-trace study (Figs. 3 and 13): its quick variant end to end from a given live
+trace and a calibration, the seeded jitter of the QCRD copies, spec errors; and the
+decomposition's meter on a hand-computed quantum."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed.experiment import pipeline, registry
+from testbed.experiment.fields import SpecError
+from testbed.experiment.pairedscale import decompose, trace
+from testbed.sweep import SweepOptions
+from tests.unit.test_pairedscale import CAL, _entries
+
+SPEC = Path("experiments/paired-trace-fig3-13.toml")
+
+
+def _setup(tmp_path: Path) -> Path:
+    cal = tmp_path / "cal.toml"
+    cal.write_text(CAL)
+    jobs = [{"job": 1, "submit": 0.0, "end": 100.0, "target": 0.9},
+            {"job": 2, "submit": 5.0, "end": 115.0, "target": 0.1}]  # fmt: skip
+    fig3 = {"nodes": 2, "gap": 6, "runs": [{"trace": _entries(), "jobs": jobs, "params": {}}]}
+    live = tmp_path / "fig3-live.json"
+    live.write_text(json.dumps(fig3))
+    text = SPEC.read_text()
+    text = text.replace('calibration = "default"', f'calibration = "{cal}"')
+    text = text.replace('"docs/results/paired-trace/fig3-live.json"', f'"{live}"')
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    return spec
+
+
+def test_quick_study_runs_reports_and_judges(tmp_path: Path) -> None:
+    spec = _setup(tmp_path)
+    out = tmp_path / "out"
+    opts = SweepOptions(progress=False)
+    study, res, _ = pipeline.run(
+        spec, command="test", out=out, quick=True, sweep=opts, say=lambda s: None
+    )
+    assert res.kind == "paired-trace"
+    ids = {c.id for c in study.claims(res.data)}
+    assert ids == {"wiseman2003/fig3/prediction", "wiseman2003/fig13/sharp-change-cost",
+                   "wiseman2003/fig13/cpu-alone"}  # fmt: skip
+    seeds = {r["seed"] for r in res.data["fig13"]}
+    assert seeds == {0, 1, 2}  # the exact copies and the quick seeds
+    text = (out / "report.md").read_text()
+    assert "| exact copies | none |" in text and "## The paper beside ours" in text
+    assert (out / "fig3.png").exists() and (out / "fig13.png").exists()
+    # the report is rebuilt from the file alone
+    again = pipeline.read(out / "results.json")
+    assert registry.study(again.kind).render(again.data)["report.md"] in text
+
+
+def test_jitter_is_seeded_and_zero_means_exact_copies(tmp_path: Path) -> None:
+    from testbed.experiment.pairedscale.mixes import job_types
+
+    cal = tmp_path / "cal.toml"
+    cal.write_text(CAL)
+    t = job_types(cal, io_files=8, io_latency=0.005)
+    base = {"phases": "1,4,8", "io": t["io"], "compute": t["compute"], "nodes": 2,
+            "quantum": 1.0, "interference": t["interference"], "sharp_change": "none"}  # fmt: skip
+    exact = trace.simulate_qcrd({**base, "start_jitter": 0.0, "phase_jitter": 0.0}, 0)
+    ends = exact["responses"].values()
+    assert max(ends) - min(ends) <= 1.0 + 1e-9  # identical copies: apart by the round only
+    jit = {**base, "start_jitter": 1.0, "phase_jitter": 0.05}
+    a, b = trace.simulate_qcrd(jit, 3), trace.simulate_qcrd(jit, 3)
+    assert a["responses"] == b["responses"]
+    assert a["responses"] != exact["responses"]
+    assert trace.simulate_qcrd(jit, 4)["responses"] != a["responses"]
+
+
+def test_spec_errors_are_one_line(tmp_path: Path) -> None:
+    spec = _setup(tmp_path)
+    spec.write_text(spec.read_text().replace('phases = "1,4,8"', 'phases = "1,4"'))
+    with pytest.raises(SpecError, match="phases"):
+        registry.load(spec)
+    spec.write_text(spec.read_text().replace('phases = "1,4"', 'phases = "1,4,8"')
+                    .replace("fig3_live = ", "fig3_liv = "))  # fmt: skip
+    with pytest.raises(SpecError, match="fig3_liv"):
+        registry.load(spec)
+
+
+def test_meter_counts_idle_nodes_while_a_job_waits() -> None:
+    """2 nodes, 1 s quanta, strict gang: job 1 (2 nodes, 2 s) and job 2 (1 node, 2 s) at 0.
+    They cannot share a row, so they alternate: each quantum one of them waits, and in
+    job 2's quanta one node idles -- 1 node-second per 2 quanta of 2 node-seconds each."""
+    from controller.policies.registry import lookup, make_policy, parse_params
+    from testbed.sim.engine import simulate
+    from testbed.sim.job import SimJob
+    from testbed.sim.results import FULL, SimConfig
+
+    policy = make_policy("gang", 2, parse_params(lookup("gang"), {}))
+    meter = decompose._Meter(policy, 2, 1.0)
+    jobs = [SimJob(1, 0.0, 2, 2.0, 2.0), SimJob(2, 0.0, 1, 2.0, 2.0)]
+    res = simulate(jobs, policy, SimConfig(nodes=2, quantum=1.0, occupancy=FULL))
+    meter.close(max(res.end))
+    assert meter.busy_ns == pytest.approx(8.0)  # 4 quanta on 2 nodes
+    # quanta 1-3 have a waiting job; job 2's quantum among them idles one node
+    assert meter.waiting_s == pytest.approx(3.0)
+    assert meter.idle_waiting_ns == pytest.approx(1.0)
