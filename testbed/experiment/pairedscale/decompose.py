@@ -1,0 +1,342 @@
+"""Why gang ÷ paired response stays near 2 at load 0.95 in our model (Wiseman & Feitelson
+2003 §4.2.1 reports "nearly six times"): the Figs. 10-11 setup run with each model term
+switched off in turn, beyond the paper's loads, and over a longer stream, with what each
+run loses measured quantum by quantum (issue 25, docs/paired-fidelity.md).
+
+Per run, besides the responses: the share of node-time strict gang leaves idle while jobs
+wait (packing and fragmentation: a node with nothing to run in a quantum while some job in
+the system is not running), the share of node-time spent launching and tearing down, the
+share of busy node-time run as a pair (paired gang), and the jobs in the system. The
+ratios are taken seed by seed (each seed one workload both policies ran).
+
+Every run goes through the sweep executor (testbed/sweep). Run as
+``python -m testbed.experiment.pairedscale.decompose --out DIR [--seeds 1,2,3]
+[--workers 1]``; it writes DIR/results.json and DIR/report.md (the report is written from
+the data alone: ``--report`` rewrites it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testbed.experiment.pairedscale.study import Estimate, build_jobs, load_study, model_figures
+from testbed.sweep import RunSpec, SweepOptions, run_sweep
+
+SPEC = Path("experiments/paired-scale-fig10-12.toml")  # the setup and the measured model
+ALL = ("barrier", "launch", "occupancy", "program")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One line of the decomposition: a change to the full model, run by both policies."""
+
+    label: str
+    what: str
+    loads: tuple[float, ...]
+    terms: tuple[str, ...] = ALL
+    gang_params: tuple[tuple[str, str], ...] = ()
+    jobs: int = 1000
+    cap: float | None = None  # run times cut at this quantile of the stream's
+    what_if: bool = False  # not the measured model: labelled, decides nothing
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("full", "all four terms, as measured", (0.5, 0.95)),
+    Variant("no-launch", "launch and teardown off", (0.5, 0.95),
+            terms=("barrier", "occupancy", "program")),
+    Variant("early-end", "quanta end when their jobs do", (0.5, 0.95),
+            terms=("barrier", "launch", "program")),
+    Variant("no-barrier-growth", "barrier cost the same at every size", (0.5, 0.95),
+            terms=("launch", "occupancy", "program")),
+    Variant("sec", "runtime = sec (no program, no barrier)", (0.5, 0.95),
+            terms=("launch", "occupancy")),
+    Variant("none", "no term (the model before issue 25)", (0.5, 0.95), terms=()),
+    Variant("gang-no-alternates", "strict gang without alternate scheduling (§2.6)",
+            (0.5, 0.95), gang_params=(("alternate", "false"),)),
+    Variant("jobs-3000", "3,000 jobs: a stream three times as long", (0.95,), jobs=3000),
+    Variant("cap-0.99", "run times cut at the stream's 99th percentile (load kept)",
+            (0.5, 0.95), cap=0.99, what_if=True),
+    Variant("cap-0.9", "run times cut at the 90th percentile (load kept)", (0.95,), cap=0.9,
+            what_if=True),
+    Variant("load-1.2", "nominal load 1.2: what if the paper's load understated the work",
+            (1.2,), what_if=True),
+    Variant("load-1.5", "nominal load 1.5, likewise", (1.5,), what_if=True),
+)  # fmt: skip
+
+
+class _Meter:
+    """Wraps a policy: per quantum, who is in the system, who runs, where."""
+
+    def __init__(self, policy: Any, nodes: int, quantum: float) -> None:
+        self.policy, self.nodes, self.q = policy, nodes, quantum
+        self.in_system: set[int] = set()
+        self.last: tuple[float, int, int, int] | None = None  # (t, idle, paired, waiting)
+        self.busy_ns = 0.0  # node-seconds with a job in the system
+        self.idle_waiting_ns = 0.0  # node-seconds idle while some job was not running
+        self.paired_ns = 0.0  # node-seconds with two jobs runnable
+        self.waiting_s = 0.0  # seconds in which some job in the system was not running
+        inner_submit, inner_finish, inner_next = policy.submit, policy.finish, policy.next_quantum
+
+        def submit(req: Any, now: float) -> None:
+            self.in_system.add(req.job_id)
+            inner_submit(req, now)
+
+        def finish(job_id: int, now: float) -> None:
+            self.in_system.discard(job_id)
+            inner_finish(job_id, now)
+
+        def next_quantum(now: float) -> Any:
+            self._close(now)
+            plan = inner_next(now)
+            used = [len(js) for js in plan.node_jobs]
+            idle = sum(1 for u in used if u == 0) + (nodes - len(used))
+            paired = sum(1 for u in used if u >= 2)
+            waiting = len(self.in_system - set(plan.running))
+            self.last = (now, idle, paired, waiting)
+            return plan
+
+        policy.submit, policy.finish, policy.next_quantum = submit, finish, next_quantum
+
+    def _close(self, now: float) -> None:
+        if self.last is None:
+            return
+        t, idle, paired, waiting = self.last
+        dt = min(max(0.0, now - t), self.q)  # a gap to the next arrival is no quantum
+        self.busy_ns += self.nodes * dt
+        self.paired_ns += paired * dt
+        if waiting:
+            self.idle_waiting_ns += idle * dt
+            self.waiting_s += dt
+        self.last = None
+
+    def close(self, end: float) -> None:
+        self._close(end)
+
+
+def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """One policy, one variant, one load, one seed (a sweep run)."""
+    from controller.policies.registry import lookup, make_policy, parse_params
+    from testbed.sim.calibration import LAUNCH, OCCUPANCY
+    from testbed.sim.engine import simulate
+    from testbed.sim.metrics import job_table, summarize
+    from testbed.sim.results import EARLY_END, FULL, SimConfig
+
+    nodes, q = int(params["nodes"]), float(params["quantum"])
+    pol = str(params["policy"])
+    policy = make_policy(pol, nodes, parse_params(lookup(pol), dict(params["params"])))
+    jobs, nominal, realised = build_jobs(params, seed)
+    terms = set(params["terms"])
+    cal = params["model"]
+    on = LAUNCH in terms
+    config = SimConfig(
+        nodes=nodes,
+        quantum=q,
+        context_switch=float(cal["context_switch"]),
+        interference=float(cal["interference"]),
+        launch=float(cal["launch"]) if on else 0.0,
+        launch_cpu=float(cal["launch_cpu"]) if on else 0.0,
+        teardown=float(cal["teardown"]) if on else 0.0,
+        occupancy=FULL if OCCUPANCY in terms else EARLY_END,
+    )
+    meter = _Meter(policy, nodes, q)
+    res = simulate(jobs, policy, config)
+    table = job_table(res)
+    s = summarize(res, table)
+    meter.close(max(table.end))
+    first = min(j.submit for j in jobs)
+    span = max(j.submit for j in jobs) - first
+    launch_ns = math.fsum(j.size for j in jobs) * (config.launch + config.teardown)
+    resp = sorted(table.response)
+    busy = meter.busy_ns or math.nan
+    return {
+        "variant": params["variant"],
+        "policy": pol,
+        "load": float(params["load"]),
+        "seed": seed,
+        "mean_response": s.mean_response,
+        "median_response": statistics.median(resp),
+        "mean_slowdown": s.mean_slowdown,
+        "mean_jobs": s.mean_jobs_in_system,
+        "offered_realised": realised / (nodes * span),
+        "arrival_span_h": span / 3600.0,
+        "drain_h": (s.makespan - span) / 3600.0,
+        "idle_waiting": meter.idle_waiting_ns / busy,
+        "waiting_time": meter.waiting_s * nodes / busy,
+        "launch_share": launch_ns / busy,
+        "paired_share": meter.paired_ns / busy,
+        "work_share_top1pc": _top_share(jobs, 0.01),
+        "nominal_node_h": nominal / 3600.0,
+    }
+
+
+def _top_share(jobs: Sequence[Any], frac: float) -> float:
+    """The share of the work (size x runtime) carried by the largest ``frac`` of the jobs."""
+    w = sorted((j.size * j.runtime for j in jobs), reverse=True)
+    k = max(1, round(frac * len(w)))
+    return math.fsum(w[:k]) / math.fsum(w)
+
+
+def plan(seeds: Sequence[int], variants: Sequence[Variant] = VARIANTS) -> list[RunSpec]:
+    spec = load_study(SPEC)
+    model = model_figures(spec)
+    specs = []
+    for v in variants:
+        for pol in ("gang", "paired-gang"):
+            for load in v.loads:
+                for seed in seeds:
+                    params = {
+                        "variant": v.label,
+                        "policy": pol,
+                        "params": dict(v.gang_params) if pol == "gang" else {},
+                        "profile": "homogeneous",
+                        "terms": sorted(v.terms),
+                        "load": load,
+                        "nodes": spec.nodes,
+                        "quantum": spec.quantum,
+                        "jobs": v.jobs,
+                        "runtime_cap_quantile": v.cap,
+                        "runtime_scale": spec.runtime_scale,
+                        "reference_size": spec.reference_size,
+                        "model": {k: x for k, x in model.items() if k not in ("source", "barrier")},
+                        "barrier": model["barrier"],
+                    }
+                    specs.append(RunSpec("paired-decompose", params, seed, run_one))
+    return specs
+
+
+def run(seeds: Sequence[int], opts: SweepOptions) -> dict[str, Any]:
+    specs = plan(seeds)
+    began = time.perf_counter()
+    res = run_sweep(specs, opts)
+    res.check()
+    return {
+        "meta": {
+            "spec": str(SPEC),
+            "seeds": list(seeds),
+            "variants": [
+                v.__dict__ | {"loads": list(v.loads), "terms": list(v.terms)} for v in VARIANTS
+            ],
+            "runs": len(specs),
+            "wall_seconds": round(time.perf_counter() - began, 1),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        },
+        "runs": [dict(r) for r in res.results if r is not None],
+    }
+
+
+# ---------------------------------------------------------------- the report
+def _vals(
+    rows: Sequence[Mapping[str, Any]], v: str, pol: str, load: float, key: str
+) -> dict[int, float]:
+    return {
+        int(r["seed"]): float(r[key])
+        for r in rows
+        if r["variant"] == v and r["policy"] == pol and abs(r["load"] - load) < 1e-9
+    }
+
+
+def _ratio(rows: Sequence[Mapping[str, Any]], v: str, load: float, key: str) -> Estimate:
+    g, p = _vals(rows, v, "gang", load, key), _vals(rows, v, "paired-gang", load, key)
+    return Estimate(tuple(g[s] / p[s] for s in sorted(set(g) & set(p)) if p[s]))
+
+
+def _est(rows: Sequence[Mapping[str, Any]], v: str, pol: str, load: float, key: str) -> Estimate:
+    d = _vals(rows, v, pol, load, key)
+    return Estimate(tuple(d[s] for s in sorted(d)))
+
+
+def _line(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float) -> str:
+    lab = v["label"] + (" (what-if)" if v["what_if"] else "")
+
+    def r(k: str) -> str:
+        return _ratio(rows, v["label"], load, k).text("{:.2f}")
+
+    def g(k: str, fmt: str = "{:.3f}", pol: str = "gang") -> str:
+        return _est(rows, v["label"], pol, load, k).text(fmt)
+
+    return (
+        f"| {lab}: {v['what']} | {load:g} | {g('offered_realised', '{:.2f}')} | "
+        f"{r('mean_response')} | {r('median_response')} | {r('mean_slowdown')} | "
+        f"{g('mean_jobs', '{:.1f}')} | {g('mean_jobs', '{:.1f}', 'paired-gang')} | "
+        f"{g('idle_waiting')} | {g('launch_share')} | "
+        f"{g('paired_share', pol='paired-gang')} | {g('drain_h', '{:.2f}')} |"
+    )
+
+
+def markdown(data: Mapping[str, Any]) -> str:
+    rows = data["runs"]
+    meta = data["meta"]
+    seeds = meta["seeds"]
+    lines = [
+        "# Gang ÷ paired at the paper's scale: what moves the ratio",
+        "",
+        "Wiseman & Feitelson 2003 §4.2.1: paired gang's mean response about 2 times faster "
+        "than strict gang's at load 0.5 and nearly 6 times at 0.95. The Figs. 10-11 setup "
+        f"({meta['spec']}: 16 nodes, 1 s quanta, Lublin jobs with times ÷ 40, homogeneous "
+        f"45 % jobs) over seeds {', '.join(map(str, seeds))}, each line a change to the full "
+        "measured model run by both policies on the same workloads. Ratios are gang ÷ "
+        "paired, seed by seed; mean ± 95 % CI over the seeds.",
+        "",
+        "Columns: *idle while waiting* is the share of gang's node-time in which a node had "
+        "nothing to run while some job in the system was not running (packing and "
+        "fragmentation); *launch* the share of gang's node-time spent launching and tearing "
+        "down; *paired* the share of paired gang's node-time run as a pair; *jobs* the "
+        "time-weighted mean number of jobs in the system (by Little's law the response "
+        "ratio); *realised load* the work the program model gives the jobs over the arrival "
+        "span.",
+        "",
+        "| variant | load | realised load | response ratio | median response ratio | "
+        "slowdown ratio | gang jobs | paired jobs | gang idle while waiting | gang launch | "
+        "paired run as a pair | gang drain (h) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for v in meta["variants"]:
+        for load in v["loads"]:
+            lines.append(_line(rows, v, load))
+    lines += ["", "Per seed, the full model at 0.95 (gang ÷ paired mean response; the top 1 % "
+              "of the jobs' share of the work):", ""]  # fmt: skip
+    g = _vals(rows, "full", "gang", 0.95, "mean_response")
+    p = _vals(rows, "full", "paired-gang", 0.95, "mean_response")
+    top = _vals(rows, "full", "gang", 0.95, "work_share_top1pc")
+    for s in sorted(g):
+        lines.append(f"* seed {s}: {g[s]:.1f} s ÷ {p[s]:.1f} s = {g[s] / p[s]:.2f}; "
+                     f"top 1 % of the jobs carry {top[s]:.0%} of the work")  # fmt: skip
+    lines += ["", f"{meta['runs']} simulations, {meta['wall_seconds']:g} s through the sweep "
+              f"executor, {meta['date']}. Written by `python -m "
+              "testbed.experiment.pairedscale.decompose`.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m testbed.experiment.pairedscale.decompose")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--report", action="store_true", help="rewrite report.md from results.json")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "results.json"
+    if args.report:
+        data = json.loads(path.read_text())
+    else:
+        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+        data = run(seeds, SweepOptions(workers=args.workers, desc="decomposition runs"))
+        body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data["runs"])
+        path.write_text('{"meta": ' + json.dumps(data["meta"]) + ',\n "runs": [\n' + body + "]}\n")
+    (args.out / "report.md").write_text(markdown(data))
+    print(args.out / "report.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
