@@ -277,7 +277,7 @@ def markdown(data: Mapping[str, Any]) -> str:
         ec = Estimate(tuple(costs))
         lines += ["", f"Over seeds {', '.join(map(str, seeds))} (mean ± 95 % CI): "
                   f"{ea.text()} s without detection, {eb.text()} s with it; longer by "
-                  f"{ec.text('{:+.2f}')} %.", ""]  # fmt: skip
+                  f"{ec.text('{:.2f}')} %.", ""]  # fmt: skip
     lines += ["![Fig. 13](fig13.png)", ""]
     lines += claims_md(claims(data))
     return "\n".join(lines)
