@@ -271,6 +271,30 @@ def _line(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float) 
     )
 
 
+def _delta(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float) -> str:
+    from testbed.experiment.claims import Difference
+
+    a = _ratio_by_seed(rows, v["label"], load)
+    ref = load if load in (0.5, 0.95) else 0.95  # the loads beyond: against the full 0.95
+    b = _ratio_by_seed(rows, "full", ref)
+    seeds = sorted(set(a) & set(b))
+    d = Difference.of([a[s] for s in seeds], [b[s] for s in seeds])
+    per = ", ".join(f"{x:+.2f}" for x in d.values)
+    e = Estimate(d.values)
+    lab = v["label"] + (" (what-if)" if v["what_if"] else "")
+    at = f"{load:g}" if ref == load else f"{load:g} (against 0.95)"
+    yes = "yes" if d.beyond_spread() else "no"
+    return f"| {lab} | {at} | {e.mean:+.2f} ± {e.ci:.2f} | {per} | {yes} |"
+
+
+def _ratio_by_seed(rows: Sequence[Mapping[str, Any]], v: str, load: float) -> dict[int, float]:
+    g, p = (
+        _vals(rows, v, "gang", load, "mean_response"),
+        _vals(rows, v, "paired-gang", load, "mean_response"),
+    )
+    return {s: g[s] / p[s] for s in g if p.get(s)}
+
+
 def markdown(data: Mapping[str, Any]) -> str:
     rows = data["runs"]
     meta = data["meta"]
@@ -301,6 +325,20 @@ def markdown(data: Mapping[str, Any]) -> str:
     for v in meta["variants"]:
         for load in v["loads"]:
             lines.append(_line(rows, v, load))
+    lines += [
+        "",
+        "How much each change moves the response ratio: per seed, the variant's gang ÷ "
+        "paired less the full model's at the same load (mean ± 95 % CI; *beyond spread*: "
+        "the same sign in every seed and a mean larger than half the range, "
+        "testbed/experiment/claims.py):",
+        "",
+        "| variant | load | change of the ratio | per seed | beyond spread |",
+        "|---|---|---|---|---|",
+    ]
+    for v in meta["variants"]:
+        for load in v["loads"]:
+            if v["label"] != "full":
+                lines.append(_delta(rows, v, load))
     lines += ["", "Per seed, the full model at 0.95 (gang ÷ paired mean response; the top 1 % "
               "of the jobs' share of the work):", ""]  # fmt: skip
     g = _vals(rows, "full", "gang", 0.95, "mean_response")
