@@ -155,6 +155,16 @@ def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     span = max(j.submit for j in jobs) - first
     launch_ns = math.fsum(j.size for j in jobs) * (config.launch + config.teardown)
     resp = sorted(table.response)
+    # by work (size x run time): the half of the jobs with the least, the tenth with the most
+    work = [sz * rt for sz, rt in zip(table.size, table.runtime, strict=True)]
+    order = sorted(range(len(work)), key=work.__getitem__)
+    small, big = order[: len(order) // 2], order[-max(1, len(order) // 10) :]
+    last = max(j.submit for j in jobs)
+    at_last = 0.0
+    for tt, nn in zip(res.series_t, res.series_n, strict=True):
+        if tt > last:
+            break
+        at_last = nn
     busy = meter.busy_ns or math.nan
     return {
         "variant": params["variant"],
@@ -165,6 +175,9 @@ def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         "median_response": statistics.median(resp),
         "mean_slowdown": s.mean_slowdown,
         "mean_jobs": s.mean_jobs_in_system,
+        "in_system_at_last_arrival": at_last,
+        "small_half_response": statistics.fmean(table.response[k] for k in small),
+        "big_tenth_response": statistics.fmean(table.response[k] for k in big),
         "offered_realised": realised / (nodes * span),
         "arrival_span_h": span / 3600.0,
         "drain_h": (s.makespan - span) / 3600.0,
@@ -265,7 +278,9 @@ def _line(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float) 
     return (
         f"| {lab}: {v['what']} | {load:g} | {g('offered_realised', '{:.2f}')} | "
         f"{r('mean_response')} | {r('median_response')} | {r('mean_slowdown')} | "
+        f"{r('small_half_response')} | {r('big_tenth_response')} | "
         f"{g('mean_jobs', '{:.1f}')} | {g('mean_jobs', '{:.1f}', 'paired-gang')} | "
+        f"{g('in_system_at_last_arrival', '{:.0f}')} | "
         f"{g('idle_waiting')} | {g('launch_share')} | "
         f"{g('paired_share', pol='paired-gang')} | {g('drain_h', '{:.2f}')} |"
     )
@@ -314,13 +329,15 @@ def markdown(data: Mapping[str, Any]) -> str:
         "fragmentation); *launch* the share of gang's node-time spent launching and tearing "
         "down; *paired* the share of paired gang's node-time run as a pair; *jobs* the "
         "time-weighted mean number of jobs in the system (by Little's law the response "
-        "ratio); *realised load* the work the program model gives the jobs over the arrival "
+        "ratio); the *least-work half* and *most-work tenth* are the jobs ranked by size × "
+        "run time; *realised load* the work the program model gives the jobs over the arrival "
         "span.",
         "",
         "| variant | load | realised load | response ratio | median response ratio | "
-        "slowdown ratio | gang jobs | paired jobs | gang idle while waiting | gang launch | "
+        "slowdown ratio | ratio, least-work half | ratio, most-work tenth | gang jobs | "
+        "paired jobs | gang jobs at the last arrival | gang idle while waiting | gang launch | "
         "paired run as a pair | gang drain (h) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in meta["variants"]:
         for load in v["loads"]:
