@@ -55,7 +55,13 @@ def test_every_study_spec_is_listed_by_its_study() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["rajaei-gang-vs-backfill.toml", "sim-paired-fig10-12.toml", "sim-paired-capacity.toml"]
+    "name",
+    [
+        "rajaei-gang-vs-backfill.toml",
+        "sim-paired-fig10-12.toml",
+        "sim-paired-capacity.toml",
+        "paired-trace-fig3-13.toml",
+    ],
 )
 def test_quick_variants_of_simulated_studies_run(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
