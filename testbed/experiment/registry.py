@@ -20,6 +20,7 @@ KINDS: dict[str, str] = {
     "paired-sim": "testbed.experiment.pairedsim",
     "paired-scale": "testbed.experiment.pairedscale",
     "paired-trace": "testbed.experiment.pairedtrace",
+    "paired-decompose": "testbed.experiment.pairedscale.decompose",
     "sim-vs-live": "testbed.experiment.simvslive",
     "cdc-live": "testbed.experiment.cdc",
     "rajaei-sim": "testbed.experiment.rajaei",

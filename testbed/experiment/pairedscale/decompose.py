@@ -9,10 +9,13 @@ the system is not running), the share of node-time spent launching and tearing d
 share of busy node-time run as a pair (paired gang), and the jobs in the system. The
 ratios are taken seed by seed (each seed one workload both policies ran).
 
-Every run goes through the sweep executor (testbed/sweep). Run as
-``python -m testbed.experiment.pairedscale.decompose --out DIR [--seeds 1,2,3]
-[--workers 1]``; it writes DIR/results.json and DIR/report.md (the report is written from
-the data alone: ``--report`` rewrites it).
+A study (kind ``paired-decompose``; every run through the sweep executor)::
+
+    cosched experiment run experiments/paired-scale-decompose.toml --workers 1 \
+        --out docs/results/paired-decomposition
+
+Spec: ``[study] seeds = [...]`` (the setup and the model are those of
+experiments/paired-scale-fig10-12.toml); ``[quick] seeds``.
 """
 
 from __future__ import annotations
@@ -20,17 +23,18 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
+from testbed.experiment.fields import Table
 from testbed.experiment.pairedscale.study import Estimate, build_jobs, load_study, model_figures
+from testbed.experiment.protocol import RunContext, Study
+from testbed.experiment.results import REPO
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
-SPEC = Path("experiments/paired-scale-fig10-12.toml")  # the setup and the measured model
+SPEC = "experiments/paired-scale-fig10-12.toml"  # the setup and the measured model
 ALL = ("barrier", "launch", "occupancy", "program")
 
 
@@ -198,7 +202,7 @@ def _top_share(jobs: Sequence[Any], frac: float) -> float:
 
 
 def plan(seeds: Sequence[int], variants: Sequence[Variant] = VARIANTS) -> list[RunSpec]:
-    spec = load_study(SPEC)
+    spec = load_study(REPO / SPEC)
     model = model_figures(spec)
     specs = []
     for v in variants:
@@ -232,7 +236,7 @@ def run(seeds: Sequence[int], opts: SweepOptions) -> dict[str, Any]:
     res.check()
     return {
         "meta": {
-            "spec": str(SPEC),
+            "spec": SPEC,
             "seeds": list(seeds),
             "variants": [
                 v.__dict__ | {"loads": list(v.loads), "terms": list(v.terms)} for v in VARIANTS
@@ -365,33 +369,47 @@ def markdown(data: Mapping[str, Any]) -> str:
         lines.append(f"* seed {s}: {g[s]:.1f} s ÷ {p[s]:.1f} s = {g[s] / p[s]:.2f}; "
                      f"top 1 % of the jobs carry {top[s]:.0%} of the work")  # fmt: skip
     lines += ["", f"{meta['runs']} simulations, {meta['wall_seconds']:g} s through the sweep "
-              f"executor, {meta['date']}. Written by `python -m "
-              "testbed.experiment.pairedscale.decompose`.", ""]  # fmt: skip
+              f"executor, {meta['date']}.", ""]  # fmt: skip
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
+class DecomposeStudy(Study):
+    kind = "paired-decompose"
+    title = (
+        "Wiseman & Feitelson 2003 §4.2.1, Fig. 10: what moves gang ÷ paired at the paper's "
+        "scale, each model term switched off, with per-quantum meters"
+    )
+    spec_tables: ClassVar[tuple[str, ...]] = ("study", "quick")
+    specs = ("experiments/paired-scale-decompose.toml",)
+    has_quick = True
 
-    ap = argparse.ArgumentParser(prog="python -m testbed.experiment.pairedscale.decompose")
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--report", action="store_true", help="rewrite report.md from results.json")
-    args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "results.json"
-    if args.report:
-        data = json.loads(path.read_text())
-    else:
-        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-        data = run(seeds, SweepOptions(workers=args.workers, desc="decomposition runs"))
+    def load(self, doc: Table) -> Any:
+        st = doc.table("study", required=True)
+        st.only({"name", "seeds"})
+        q = doc.table("quick")
+        q.only({"seeds"})
+        seeds = st.items("seeds", int, [1, 2, 3], unique=True, minimum=1)
+        return {
+            "name": st.text("name", "paired-decomposition"),
+            "seeds": seeds,
+            "quick": q.items("seeds", int, seeds[:1], unique=True, minimum=1),
+        }
+
+    def quick(self, spec: Any) -> Any:
+        return {**spec, "name": spec["name"] + "-quick", "seeds": spec["quick"]}
+
+    def plan(self, spec: Any) -> list[str]:
+        return [f"{len(plan(spec['seeds']))} simulations, seeds {spec['seeds']}"]
+
+    def run(self, spec: Any, ctx: RunContext) -> Any:
+        return run(spec["seeds"], replace(ctx.sweep, desc="decomposition runs"))
+
+    def dump(self, data: Any) -> str:
         body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data["runs"])
-        path.write_text('{"meta": ' + json.dumps(data["meta"]) + ',\n "runs": [\n' + body + "]}\n")
-    (args.out / "report.md").write_text(markdown(data))
-    print(args.out / "report.md", file=sys.stderr)
-    return 0
+        return '{"meta": ' + json.dumps(data["meta"]) + ',\n "runs": [\n' + body + "]}"
+
+    def render(self, data: Any) -> dict[str, str]:
+        return {"report.md": markdown(data)}
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+STUDY = DecomposeStudy()
