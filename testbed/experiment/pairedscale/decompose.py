@@ -398,6 +398,9 @@ class DecomposeStudy(Study):
     def quick(self, spec: Any) -> Any:
         return {**spec, "name": spec["name"] + "-quick", "seeds": spec["quick"]}
 
+    def name(self, spec: Any) -> str:
+        return str(spec["name"])
+
     def plan(self, spec: Any) -> list[str]:
         return [f"{len(plan(spec['seeds']))} simulations, seeds {spec['seeds']}"]
 
