@@ -1,0 +1,50 @@
+"""The paired-trace study's quick variant end to end, from a given live trace and a
+calibration (live: the results envelope runs git)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from testbed.experiment import pipeline, registry
+from testbed.sweep import SweepOptions
+from tests.support.pairedtrace import CAL, entries
+
+SPEC = Path("experiments/paired-trace-fig3-13.toml")
+
+
+def _setup(tmp_path: Path) -> Path:
+    cal = tmp_path / "cal.toml"
+    cal.write_text(CAL)
+    jobs = [{"job": 1, "submit": 0.0, "end": 100.0, "target": 0.9},
+            {"job": 2, "submit": 5.0, "end": 115.0, "target": 0.1}]  # fmt: skip
+    fig3 = {"nodes": 2, "gap": 6, "runs": [{"trace": entries(), "jobs": jobs, "params": {}}]}
+    live = tmp_path / "fig3-live.json"
+    live.write_text(json.dumps(fig3))
+    text = SPEC.read_text()
+    text = text.replace('calibration = "default"', f'calibration = "{cal}"')
+    text = text.replace('"docs/results/paired-trace/fig3-live.json"', f'"{live}"')
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    return spec
+
+
+def test_quick_study_runs_reports_and_judges(tmp_path: Path) -> None:
+    spec = _setup(tmp_path)
+    out = tmp_path / "out"
+    opts = SweepOptions(progress=False)
+    study, res, _ = pipeline.run(
+        spec, command="test", out=out, quick=True, sweep=opts, say=lambda s: None
+    )
+    assert res.kind == "paired-trace"
+    ids = {c.id for c in study.claims(res.data)}
+    assert ids == {"wiseman2003/fig3/prediction", "wiseman2003/fig13/sharp-change-cost",
+                   "wiseman2003/fig13/cpu-alone"}  # fmt: skip
+    seeds = {r["seed"] for r in res.data["fig13"]}
+    assert seeds == {0, 1, 2}  # the exact copies and the quick seeds
+    text = (out / "report.md").read_text()
+    assert "| exact copies | none |" in text and "## The paper beside ours" in text
+    assert (out / "fig3.png").exists() and (out / "fig13.png").exists()
+    # the report is rebuilt from the file alone
+    again = pipeline.read(out / "results.json")
+    assert registry.study(again.kind).render(again.data)["report.md"] in text
