@@ -14,6 +14,8 @@ sweep's wall time splits into:
   between a worker's runs, the tail (a worker's last run has ended, the other
   worker's has not) and, for both workers, the time after the last run ends
   (its result reaches the coordinator, the executor closes);
+* where the runs' time in their workers went: on a CPU, waiting for one, and
+  blocked (a thread that only computes blocks only on the GIL);
 * CPU time of every process of the executor during the sweep (psutil): the
   coordinator's main thread, its other threads (a LocalCluster's scheduler and
   nannies and the Dask client run there, on event-loop threads), the Dask
@@ -63,16 +65,26 @@ def switches() -> tuple[int, int]:
     return int(got["voluntary_ctxt_switches"]), int(got["nonvoluntary_ctxt_switches"])
 
 
+def schedstat() -> tuple[float, float]:
+    """Seconds the calling thread has run on a CPU and waited for one (runnable, not running)."""
+    on, wait, _ = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat").read_text().split()
+    return int(on) / 1e9, int(wait) / 1e9
+
+
 def traced(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
-    """A DHC run, with where and when it ran, its CPU time and its thread's context
+    """A DHC run, with where and when it ran, its CPU time, its thread's context
     switches (a thread that hands the GIL to another thread of its process switches
-    voluntarily; one the kernel preempts, involuntarily)."""
+    voluntarily; one the kernel preempts, involuntarily) and its time on a CPU and
+    waiting for one (the kernel's schedstat)."""
     v0, i0 = switches()
+    on0, wait0 = schedstat()
     t0, c0 = time.time(), time.thread_time()
     out = dhcstudy.run_one(params, seed)
     c1, t1 = time.thread_time(), time.time()
+    on1, wait1 = schedstat()
     v1, i1 = switches()
     return {"pid": os.getpid(), "t0": t0, "t1": t1, "cpu": c1 - c0, "vol": v1 - v0,
+            "on": on1 - on0, "runq": wait1 - wait0,
             "invol": i1 - i0, "proc_cpu": time.process_time(),
             "size": len(json.dumps(out))}  # fmt: skip
 
@@ -148,6 +160,8 @@ def sweep(work: list[RunSpec], kw: dict[str, Any], me: psutil.Process) -> dict[s
         "run_wall": sum(r["t1"] - r["t0"] for r in runs),
         "run_cpu": sum(r["cpu"] for r in runs),
         "vol": sum(r["vol"] for r in runs),
+        "on": sum(r["on"] for r in runs),
+        "runq": sum(r["runq"] for r in runs),
         "invol": sum(r["invol"] for r in runs),
         "workers": len(by_pid),
         "runs_per_worker": sorted(len(v) for v in by_pid.values()),
@@ -288,6 +302,15 @@ def main() -> int:
               f"{spread([m['gaps'] for m in ms], '{:.2f} s')}; tail "
               f"{spread([m['tail'] for m in ms], '{:.2f} s')}; after the last run "
               f"{spread([m['after'] for m in ms], '{:.2f} s')}")  # fmt: skip
+    print("  where the runs' wall time in their workers went (% of it): on a CPU, waiting for "
+          "a CPU, blocked (asleep: a thread that only computes waits for the GIL)")  # fmt: skip
+    for name, *_ in execs:
+        ms = got[name]
+        on = [100 * m["on"] / m["run_wall"] for m in ms]
+        runq = [100 * m["runq"] / m["run_wall"] for m in ms]
+        blocked = [100 - a - b for a, b in zip(on, runq, strict=True)]
+        print(f"    {name}: on a CPU {spread(on, '{:.1f} %')}; waiting for a CPU "
+              f"{spread(runq, '{:.1f} %')}; blocked {spread(blocked, '{:.1f} %')}")  # fmt: skip
     sizes = [m["size"] for ms in got.values() for m in ms]
     print(f"a run's result: {statistics.mean(sizes):.0f} bytes of JSON on average")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
