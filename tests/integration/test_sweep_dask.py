@@ -22,11 +22,23 @@ from tests.unit.sweep_runs import square
 distributed = pytest.importorskip("distributed")
 
 
+def local_cluster() -> Any:
+    return distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+    )
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
-    ) as lc:
+    with local_cluster() as lc:
+        yield lc
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[Any]:
+    """A cluster for one test: its nannies restart the workers it kills, and the
+    footprint check after each test wants those new processes gone with it."""
+    with local_cluster() as lc:
         yield lc
 
 
@@ -58,8 +70,9 @@ def test_a_dask_cluster_gives_the_local_pools_results_and_shows_its_dashboard(
 
 
 def test_a_run_whose_worker_dies_runs_elsewhere_and_a_killer_fails_alone(
-    cluster: Any, tmp_path: Path
+    own_cluster: Any, tmp_path: Path
 ) -> None:
+    cluster = own_cluster
     todo = [RunSpec("sq", {"x": x, "sleep": 0.05}, 3, square) for x in range(6)]
     todo.append(RunSpec("sq", {"x": 50, "die": str(tmp_path / "once"), "deaths": 1}, 3, square))
     todo.append(RunSpec("sq", {"x": 51, "die": "always"}, 3, square))
