@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from testbed.sim.cdc.run import run_cdc
 
 GOLDEN = Path(__file__).parent / "data" / "cdc_sim_golden.json"
@@ -78,7 +76,8 @@ def test_cdc_sim_figures_unchanged_by_speedups() -> None:
         want = runs[name]
         diff = [k for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)]
         assert not diff, (
-            f"{name}: {diff[:5]} changed, e.g. {diff[0]}: {want.get(diff[0])!r} -> {got.get(diff[0])!r}"
+            f"{name}: {diff[:5]} changed, e.g. {diff[0]}: "
+            f"{want.get(diff[0])!r} -> {got.get(diff[0])!r}"
         )
 
 
