@@ -58,17 +58,31 @@ def w_r(pending: Iterable[PendingMsg], now_s: float, erl_max: float) -> float:
     rescheduled, or exceed ERL_max on an overloaded node). No pending
     message: 0.
     """
-    msgs = list(pending)
-    if not msgs:
+    best = unclamped_w_r(pending, now_s, erl_max)
+    if best is None:
         return 0.0
-    nf = erl_max / W_R_MAX
-    best = min(erl_max - remaining_us(m, now_s) for m in msgs)
-    return max(0.0, min(W_R_MAX, best / nf))
+    return max(0.0, min(W_R_MAX, best))
+
+
+def unclamped_w_r(pending: Iterable[PendingMsg], now_s: float, erl_max: float) -> float | None:
+    """Eq. (4) before its clamp to 0..100 (None: no pending message).
+
+    One pass, no call per message: the schemes ask it at every decision point
+    (the simulator's hottest path); the arithmetic is :func:`remaining_us`'s.
+    """
+    best: float | None = None
+    for m in pending:
+        v = erl_max - (m.erl_us - (now_s - m.seen_s) * 1e6)
+        if best is None or v < best:
+            best = v
+    if best is None:
+        return None
+    return best / (erl_max / W_R_MAX)
 
 
 def w_total(pending: Iterable[PendingMsg], now_s: float, erl_max: float) -> float:
     """W_total = W_c (eq. 2) + W_r (eq. 4)."""
-    msgs = list(pending)
-    if not msgs:
+    best = unclamped_w_r(pending, now_s, erl_max)
+    if best is None:
         return 0.0
-    return W_PENDING + w_r(msgs, now_s, erl_max)
+    return W_PENDING + max(0.0, min(W_R_MAX, best))

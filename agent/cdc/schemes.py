@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
-from agent.cdc.erl import W_R_MAX, PendingMsg, erl_max_us, remaining_us, w_total
+from agent.cdc.erl import W_PENDING, W_R_MAX, PendingMsg, erl_max_us, unclamped_w_r
 
 
 class Event(StrEnum):
@@ -228,21 +228,33 @@ class _Contention(Scheme):
     Ties (equal weights) go to the earliest arrival, then to registration order.
     """
 
+    def __init__(self, mpl: int = 5, tick_s: float = 0.010, slice_s: float | None = None) -> None:
+        super().__init__(mpl, tick_s, slice_s)
+        # the views of the last decision, its time and the unclamped W_r of each pending
+        # process: tick_stable_until, asked right after on the same views, reuses them
+        self._last: tuple[Mapping[str, ProcView], float, list[float]] | None = None
+
     def erl_max(self) -> float:
         return erl_max_us(self.mpl, (self.slice_s or self.tick_s) * 1e6)
 
     def tick_stable_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
         """Every pending message's ERL' falls at the same rate (eq. 3), so the order of the
         unclamped weights holds until one of them crosses 0 or 100 (eq. 4's clamp)."""
-        pending = [p for p in procs.values() if p.pending]
-        if len(pending) < 2:
+        if self._last is not None and self._last[0] is procs and self._last[1] == now:
+            us = self._last[2]  # decide() just weighed these very views
+        else:
+            emax = self.erl_max()
+            us = []
+            for p in procs.values():
+                u_ = unclamped_w_r(p.pending, now, emax)
+                if u_ is not None:
+                    us.append(u_)
+        if len(us) < 2:
             return math.inf
-        emax = self.erl_max()
-        nf = emax / W_R_MAX
+        nf = self.erl_max() / W_R_MAX
         until = math.inf
-        for p in pending:
+        for u in us:
             # unclamped W_r now, and its rate: 1e6 / NF per second
-            u = min(emax - remaining_us(m, now) for m in p.pending) / nf
             if u < 0:
                 until = min(until, now + (-u) * nf / 1e6)
             elif u < W_R_MAX:
@@ -255,14 +267,29 @@ class _Contention(Scheme):
         if not self.is_decision(event):
             return self.holder
         emax = self.erl_max()
-        best: tuple[float, float, int] | None = None
+        us: list[float] = []
+        best_w = 0.0
+        best_fs = 0.0
+        best_p: ProcView | None = None
         self.holder = None
-        for i, (k, p) in enumerate(procs.items()):
-            if not p.pending:
+        # the highest W_c + W_r (eq. 2, 4), then the earliest arrival, then registration
+        # order: first_seen is only looked at on a tie
+        for k, p in procs.items():
+            u = unclamped_w_r(p.pending, now, emax)
+            if u is None:
                 continue
-            score = (w_total(p.pending, now, emax), -p.first_seen, -i)
-            if best is None or score > best:
-                best, self.holder = score, k
+            us.append(u)
+            w = W_PENDING + max(0.0, min(W_R_MAX, u))
+            if best_p is None or w > best_w:
+                best_w, best_p, self.holder = w, p, k
+                best_fs = math.nan  # not needed unless a tie comes
+            elif w == best_w:
+                if best_fs != best_fs:  # nan: not computed yet
+                    best_fs = best_p.first_seen
+                fs = p.first_seen
+                if fs < best_fs:
+                    best_w, best_p, best_fs, self.holder = w, p, fs, k
+        self._last = (procs, now, us)
         return self.holder
 
 

@@ -1045,17 +1045,34 @@ class CdcSim:
             self._push(nd.phase + k * self.T, EV_TICK, nd, k)
 
     def _views(self, nd: _Node, t: float) -> dict[str, ProcView]:
-        """What the agent would see now (no side effects)."""
+        """What the agent would see now. The one side effect: with CC, the ERLs the pending
+        messages carry are added to the run's ERL statistics (one at a time, in the order of
+        the views, so the sum is the same as adding them after the decision)."""
         out: dict[str, ProcView] = {}
         running = nd.running
+        count_erl = self.uses_erl
+        esum = self.erl_sum
+        en = 0
         for p in nd.procs:
             if p.state == NEW:
                 continue
             msgs: list[PendingMsg] = []
-            absorbing = p is running and p.waiting and p.state == SPIN
+            if not (p is running and p.waiting and p.state == SPIN):
+                # the common case, in one tight loop: each connection's first message, if in
+                for ch in p.chans:
+                    if ch:
+                        a, erl = ch[0]
+                        if a <= t:
+                            msgs.append(PendingMsg(erl, a))
+                            if count_erl:
+                                esum += erl
+                                en += 1
+                out[p.key] = ProcView(p.key, tuple(msgs), p.pblocked, p.in_coll)
+                continue
+            n0 = len(msgs)
             for s, ch in enumerate(p.chans):
                 if ch:
-                    if absorbing and s in p.need:
+                    if s in p.need:
                         # a running receiver has read what its wait needs as it arrived
                         k = p.need[s]
                         for a, erl in ch:
@@ -1070,7 +1087,13 @@ class CdcSim:
                     a, erl = ch[0]
                     if a <= t:
                         msgs.append(PendingMsg(erl, a))
+            if count_erl:
+                for m in msgs[n0:]:
+                    esum += m.erl_us
+                    en += 1
             out[p.key] = ProcView(p.key, tuple(msgs), p.pblocked, p.in_coll)
+        self.erl_sum = esum
+        self.erl_n += en
         return out
 
     def _decide(
@@ -1104,11 +1127,6 @@ class CdcSim:
             self._update_erl(nd, tick, t, enp)
         key = cdc.decide(t, event, subject.key if subject is not None else None, views)
         nd.decisions_eval += 1
-        if self.uses_erl:
-            for v in views.values():
-                for m in v.pending:
-                    self.erl_sum += m.erl_us
-                    self.erl_n += 1
         holder = nd.by_key.get(key) if key is not None else None
         nd.eval_ver = nd.view_ver
         nd.stable_t = cdc.scheme.tick_stable_until(t, views)

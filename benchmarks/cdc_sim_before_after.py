@@ -1,0 +1,97 @@
+"""The CDC simulator before and after a change, on the same run, as a ratio (ABAB).
+
+Exports the engine as it was at ``--before`` (a commit; default the last one before
+the hot-path rewrite) into a temporary tree, then runs one fixed sample of Yu &
+Byun's WL6 at the paper's scale (16 nodes, MPL 5, heavy load, fluid mode) in a
+fresh process per round, alternating before and after (ABAB), and prints each
+round's CPU seconds (the child's user + system time: the host is shared), the
+ratio of the medians, and whether every simulated figure of the two agreed
+(only events, evaluated decisions and wall time may differ).
+
+    python benchmarks/cdc_sim_before_after.py --schemes cc-b,sb --jobs 6 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BEFORE = "81b6150"  # the golden figures' commit: the engine before the hot-path rewrite
+CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from testbed.sim.cdc.run import run_cdc
+p = {"scheme": sys.argv[2], "mpl": 5, "workload": "WL6:jobs=%s,load=heavy" % sys.argv[3],
+     "nodes": 16, "speeds": "paper", "platform": "paper",
+     "fluid": {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}}
+out = run_cdc(p, int(sys.argv[4]))
+for k in ("events", "evaluated", "wall_s"):
+    out.pop(k, None)
+print(json.dumps(out))
+"""
+
+
+def child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def one(tree: Path, scheme: str, jobs: int, seed: int) -> tuple[float, str]:
+    c0 = child_cpu()
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tree), scheme, str(jobs), str(seed)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree,
+    ).stdout
+    return child_cpu() - c0, out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", default=BEFORE, help=f"commit of the old engine (default {BEFORE})")
+    ap.add_argument("--schemes", default="cc-b,sb")
+    ap.add_argument("--jobs", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=2, help="ABAB rounds (default 2)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cdc-before-") as tmp:
+        old = Path(tmp)
+        arch = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.before], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=arch, check=True)
+        print(
+            f"WL6 heavy, {args.jobs} jobs, 16 paper nodes, MPL 5, fluid, seed {args.seed}; "
+            f"before = {args.before}, after = the working tree; CPU s per run, ABAB x{args.rounds}"
+        )
+        for s in [x.strip() for x in args.schemes.split(",") if x.strip()]:
+            cpu: dict[str, list[float]] = {"before": [], "after": []}
+            outs: dict[str, set[str]] = {"before": set(), "after": set()}
+            for _ in range(args.rounds):
+                for label, tree in (("before", old), ("after", ROOT)):
+                    c, o = one(tree, s, args.jobs, args.seed)
+                    cpu[label].append(c)
+                    outs[label].add(o)
+            b, a = statistics.median(cpu["before"]), statistics.median(cpu["after"])
+            same = outs["before"] == outs["after"] and len(outs["after"]) == 1
+            print(
+                f"{s:<7} before {' '.join(f'{x:.2f}' for x in cpu['before'])}  "
+                f"after {' '.join(f'{x:.2f}' for x in cpu['after'])}  "
+                f"speed-up {b / a:.2f}x  figures identical: {'yes' if same else 'NO'}"
+            )
+            if not same:
+                print(json.dumps({k: sorted(v)[:1] for k, v in outs.items()})[:2000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
