@@ -58,6 +58,8 @@ SLOW = frozenset(
         "tests/unit/test_cli.py::test_load_sweep_with_plots",
         "tests/unit/test_rajaei.py::test_quick_study_through_the_cli_writes_the_report",
         "tests/unit/test_paired_report.py::test_sweep_reports",
+        # 12 simulated runs against their recorded figures (about 20 s of CPU)
+        "tests/unit/test_cdc_sim_golden.py",
     }
 )
 
@@ -180,6 +182,8 @@ LIVE_MODULES = frozenset(
         "tests/unit/test_npb_runs.py",
         "tests/unit/test_paired_report.py::test_results_round_trip_and_the_report_command_rewrites_them",
         "tests/unit/test_paired_report.py::test_sweep_reports",
+        # 12 simulated runs against their recorded figures (about 20 s of CPU)
+        "tests/unit/test_cdc_sim_golden.py",
         "tests/unit/test_pairedscale.py::test_quick_study_runs_reports_and_judges",
         "tests/unit/test_pairedsim.py::test_experiment_run_dispatches_a_study_spec",
         "tests/unit/test_pool_reconnect.py",
