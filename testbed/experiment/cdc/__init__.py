@@ -30,7 +30,12 @@ class CdcLiveStudy(Study):
     spec_tables: ClassVar[tuple[str, ...]] = (
         "experiment", "loads", "mapping", "quick", "cluster", "controller", "apps",
     )  # fmt: skip
-    specs = ("experiments/cdc-policies.toml", "experiments/cdc-npb.toml")
+    specs = (
+        "experiments/cdc-policies.toml",
+        "experiments/cdc-npb.toml",
+        "experiments/cdc-timeslice-cfs.toml",
+        "experiments/cdc-timeslice-shared.toml",
+    )
     overrides = ("schemes", "loads", "mpls", "jobs")
     has_quick = True
 

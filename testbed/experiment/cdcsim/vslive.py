@@ -38,7 +38,11 @@ class CdcSimVsLiveStudy(Study):
     kind = "cdc-sim-vs-live"
     title = "Yu & Byun 2011: the CDC simulator against the live job streams"
     spec_tables: ClassVar[tuple[str, ...]] = ("validate",)
-    specs = ("experiments/cdc-sim-vs-live.toml",)
+    specs = (
+        "experiments/cdc-sim-vs-live.toml",
+        "experiments/cdc-timeslice-cfs-vs-sim.toml",
+        "experiments/cdc-timeslice-shared-vs-sim.toml",
+    )
     has_quick = True
 
     def load(self, doc: Table) -> Any:
