@@ -26,6 +26,7 @@ KINDS: dict[str, str] = {
     "rajaei-sim": "testbed.experiment.rajaei",
     "rajaei-live": "testbed.experiment.rajaei.live",
     "dhc-sim": "testbed.experiment.dhc",
+    "dhc-live": "testbed.experiment.dhclive",
     "cdc-sim": "testbed.experiment.cdcsim",
     "cdc-sim-vs-live": "testbed.experiment.cdcsim.vslive",
 }

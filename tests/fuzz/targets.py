@@ -186,7 +186,7 @@ def job_spec() -> st.SearchStrategy[Any]:
 _SPECS = [REPO / "experiments" / n for n in
           ("paired-vs-gang.toml", "cdc-policies.toml", "cdc-npb.toml", "sim-vs-live.toml",
            "rajaei-gang-vs-backfill.toml", "dhc.toml", "sim-paired-fig10-12.toml",
-           "rajaei-live.toml")]  # fmt: skip
+           "rajaei-live.toml", "dhc-live.toml")]  # fmt: skip
 
 
 def toml_doc() -> st.SearchStrategy[tuple[int, list[tuple[int, str]]]]:

@@ -140,3 +140,20 @@ def test_sim_vs_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
     assert set(data["rates"]["sizes"]) == {"1", "2"}
     assert "**Target**" in (out / "report.md").read_text()
     _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_dhc_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
+    """DHC beside strict and paired gang on the 4-node cluster, each run simulated."""
+    spec = _spec(tmp_path, "dhc-live.toml", NO_QUIET)
+    out = tmp_path / "out"
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
+    data = pipeline.read(out / "results.json").data
+    assert [r["policy"] for r in data["live"]] == ["gang", "paired-gang", "dhc"]
+    for run in data["live"]:
+        assert [j["state"] for j in run["jobs"]] == ["done"] * len(run["jobs"])
+        assert run["killed"] == 0
+    assert {s["policy"] for s in data["sim"]} == {"gang", "paired-gang", "dhc"}
+    _rebuilt(out)

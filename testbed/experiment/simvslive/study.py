@@ -113,6 +113,7 @@ from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 REPO = Path(__file__).resolve().parents[3]
 POLICIES = ("gang", "paired-gang")
+MATCHING = ("paired-gang",)  # the policies whose quanta have a partner row to match
 WAITS = ("spin", "block", "spinblock")
 TERMINAL = harness_jobs.TERMINAL
 SIM_TERMS = ("occupancy",)  # the jobs' launch, teardown and run times are measured live
@@ -241,8 +242,9 @@ _QUICK = {
 }
 
 
-def load_spec(doc: Table) -> ValidateSpec:
-    """A ``sim-vs-live`` spec; every problem is one line naming the key."""
+def load_spec(doc: Table, policies: Sequence[str] = POLICIES) -> ValidateSpec:
+    """A ``sim-vs-live`` spec; every problem is one line naming the key. ``policies``: the
+    ones the study may run (the first two are the default; dhc-live adds ``dhc``)."""
     exp, cl, ctl, job, quick = (
         doc.table(n) for n in ("experiment", "cluster", "controller", "job", "quick")
     )
@@ -275,7 +277,7 @@ def load_spec(doc: Table) -> ValidateSpec:
     spec = ValidateSpec(
         name=exp.text("name", doc.path.stem),
         path=doc.path,
-        policies=tuple(exp.items("policies", str, list(POLICIES), choices=POLICIES)),
+        policies=tuple(exp.items("policies", str, list(POLICIES), choices=tuple(policies))),
         loads=tuple(float(x) for x in exp.items("loads", (int, float), [0.5, 0.8])),
         jobs=exp.integer("jobs", 100),
         seed=exp.integer("seed", 1),
@@ -687,13 +689,13 @@ class ValidationResult:
         return None
 
 
-def read_result(path: Path) -> ValidationResult:
-    """The sim-vs-live data of a results.json (what ``--resimulate`` starts from)."""
+def read_result(path: Path, kind: str = "sim-vs-live") -> ValidationResult:
+    """The ``kind`` data of a results.json (what ``--resimulate`` starts from)."""
     from testbed.experiment import pipeline
 
     res = pipeline.read(path)
-    if res.kind != "sim-vs-live":
-        raise SpecError(f"{path}: a {res.kind} results.json, not sim-vs-live")
+    if res.kind != kind:
+        raise SpecError(f"{path}: a {res.kind} results.json, not {kind}")
     try:
         return ValidationResult.from_dict(res.data)
     except (KeyError, TypeError, ValueError) as e:
@@ -838,7 +840,7 @@ def simulate_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         jobs=times,
         rows=_thin_rows(rows),
         matching_success_rate=(m.matched / m.quanta)
-        if m and m.quanta and live.policy != "gang"
+        if m and m.quanta and live.policy in MATCHING
         else None,
         quanta=m.quanta if m else 0.0,
         seconds=seconds,
@@ -1187,7 +1189,7 @@ def run_live(
             time.sleep(0.25)
         status = client.request("status")
         run.quanta = int(status.get("quanta") or 0)
-        if policy != "gang":
+        if policy in MATCHING:
             run.matching_success_ratio = status.get("matching_success_ratio")
         run.status = {
             k_: status.get(k_)
