@@ -25,8 +25,8 @@ from controller.policies.base import PolicyError
 from controller.policies.predictor import UtilizationPredictor
 
 CPU = "cpu"
-#: what the agents measure per job and quantum (agent/jobstats.py): CPU time, the
-#: cgroup's block I/O bytes, the job's network bytes
+#: the devices a demand vector may name: CPU time, the cgroup's block I/O bytes
+#: (common/cgroups/iostat.py), the job's network bytes
 MEASURED: tuple[str, ...] = (CPU, "disk", "net")
 
 
