@@ -61,7 +61,12 @@ OFF_CONSUMED = 24
 OFF_MD_COUNT = 32
 OFF_MD_SUM = 40
 OFF_MD_BUCKETS = 48
-STATE_FIELDS_END = OFF_MD_BUCKETS + 8 * len(MD_BUCKETS_S)  # 176: bytes the fields use
+# the rank's message bytes so far, sent and received (issue 31: a job's network demand for
+# N + 1 gangs, read by whoever holds the page; after the fields a reader of version 1
+# already knew, which a fresh page has as zero)
+OFF_SENT_BYTES = OFF_MD_BUCKETS + 8 * len(MD_BUCKETS_S)  # 176
+OFF_RECEIVED_BYTES = OFF_SENT_BYTES + 8
+STATE_FIELDS_END = OFF_RECEIVED_BYTES + 8  # 192: bytes the fields use
 STATE_SIZE = 4096  # one page
 
 ERL_PAGE_SIZE = 8
@@ -140,6 +145,20 @@ def write_receive(buf: Any, consumed: int, md_count: int, md_sum_ns: int, bucket
     _U64X2.pack_into(buf, OFF_MD_COUNT, md_count, md_sum_ns)
     off = OFF_MD_BUCKETS + 8 * bucket
     _U64.pack_into(buf, off, _U64.unpack_from(buf, off)[0] + 1)
+
+
+def write_sent_bytes(buf: Any, n: int) -> None:
+    _U64.pack_into(buf, OFF_SENT_BYTES, n)
+
+
+def write_received_bytes(buf: Any, n: int) -> None:
+    _U64.pack_into(buf, OFF_RECEIVED_BYTES, n)
+
+
+def read_bytes(buf: Any) -> tuple[int, int]:
+    """(sent, received) message bytes of the rank so far."""
+    sent, received = _U64X2.unpack_from(buf, OFF_SENT_BYTES)
+    return int(sent), int(received)
 
 
 def md_bucket(seconds: float) -> int:

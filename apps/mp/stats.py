@@ -55,11 +55,15 @@ class Stats:
     def on_send(self, nbytes: int) -> None:
         self.sent += 1
         self.sent_bytes += nbytes
+        if self.page is not None:
+            nicproto.write_sent_bytes(self.page, self.sent_bytes)
 
     def on_arrival(self, nbytes: int, erl_us: int) -> None:
         """A whole message was read off a socket (before any userspace hold)."""
         self.received += 1
         self.received_bytes += nbytes
+        if self.page is not None:
+            nicproto.write_received_bytes(self.page, self.received_bytes)
         self.erl_count += 1
         self.erl_sum_us += erl_us
         if erl_us > self.erl_max_us:

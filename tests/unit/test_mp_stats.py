@@ -74,4 +74,17 @@ def test_md_buckets_are_16_increasing_bounds_ending_at_inf() -> None:
     assert len(b) == 16 and b[-1] == float("inf") and list(b) == sorted(set(b))
     assert nicproto.md_bucket(0) == 0 and nicproto.md_bucket(b[3]) == 3
     assert nicproto.md_bucket(b[3] * 1.01) == 4 and nicproto.md_bucket(1e9) == 15
-    assert nicproto.STATE_FIELDS_END == 176 <= nicproto.STATE_SIZE
+    assert nicproto.STATE_FIELDS_END == 192 <= nicproto.STATE_SIZE
+
+
+def test_the_page_holds_the_ranks_message_bytes() -> None:
+    """Sent and received bytes on the state page: a job's network demand (N + 1 gangs)."""
+    page = bytearray(nicproto.STATE_SIZE)
+    nicproto.init_state(page)
+    s = Stats(page=page)
+    assert nicproto.read_bytes(page) == (0, 0)
+    s.on_send(100)
+    s.on_send(28)
+    s.on_arrival(4096, 3)
+    assert nicproto.read_bytes(page) == (128, 4096) == (s.sent_bytes, s.received_bytes)
+    assert nicproto.read_state(page).consumed == 0  # the fields before are untouched
