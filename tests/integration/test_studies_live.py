@@ -147,7 +147,7 @@ def test_sim_vs_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
 @pytest.mark.timeout(900)
 def test_dhc_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
     """DHC beside strict and paired gang on the 4-node cluster, each run simulated."""
-    spec = _spec(tmp_path, "dhc-live.toml", NO_QUIET)
+    spec = _spec(tmp_path, "dhc-live.toml")  # its quiet_limit is 0 already
     out = tmp_path / "out"
     assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
     data = pipeline.read(out / "results.json").data
