@@ -157,3 +157,25 @@ def test_dhc_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
         assert run["killed"] == 0
     assert {s["policy"] for s in data["sim"]} == {"gang", "paired-gang", "dhc"}
     _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_rajaei_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = REPO / "experiments" / "rajaei-live.toml"
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
+    res = pipeline.read(out / "results.json")
+    assert res.kind == "rajaei-live" and res.made.command.endswith("--quick --out " + str(out))
+    data = res.data
+    assert data["spec"]["name"] == "rajaei-live-quick" and "quick" not in data["spec"]
+    runs = data["runs"]
+    assert [(r["config"], r["switch"]) for r in runs] == [
+        ("gang-greedy:3", "freezer"),
+        ("lookahead", "freezer"),
+    ]
+    for r in runs:
+        assert r["failed"] == 0 and r["makespan"] > 0 and len(r["waits"]) == data["spec"]["jobs"]
+    assert set(data["sim"]) == {"gang-greedy:3", "lookahead"}
+    _rebuilt(out)

@@ -217,6 +217,18 @@ def test_live_spec_stream_and_simulation() -> None:
     assert "--comm" in argv and argv[argv.index("--iterations") + 1] == "7"
 
 
+def test_live_quick_variant_is_the_spec_with_its_quick_table() -> None:
+    from testbed.experiment.rajaei import live as rl
+
+    spec = rl.read_spec(rl.DEFAULT_SPEC)
+    q = spec.quick_version()
+    assert q.name == spec.name + "-quick" and q.quick == {}
+    assert q.jobs < spec.jobs and q.switches == ["freezer"] and len(q.configs) == 2
+    assert (q.nodes, q.quantum, q.seed) == (spec.nodes, spec.quantum, spec.seed)
+    # results.json keeps the values a run used, not the [quick] table
+    assert "quick" not in rl.spec_doc(rl.DEFAULT_SPEC)
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -224,6 +236,9 @@ def test_live_spec_stream_and_simulation() -> None:
         ("[rajaei_live]\nconfigs = ['gang']\n", "configs: entry 'gang'"),
         ("[rajaei_live]\nswitches = ['ptrace']\n", "switches: entry 'ptrace'"),
         ("[rajaei_live]\nbogus = 1\n", "[rajaei_live].bogus: unknown key"),
+        ("[rajaei_live]\n[quick]\nname = 'x'\n", "[quick].name: unknown key"),
+        ("[rajaei_live]\n[quick]\nconfigs = ['gang']\n", "[quick].configs: entry 'gang'"),
+        ("[rajaei_live]\n[quick]\njobs = 0\n", "[quick].jobs"),
     ],
 )
 def test_live_bad_specs_give_one_line(tmp_path: Path, text: str, needle: str) -> None:

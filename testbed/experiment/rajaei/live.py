@@ -81,16 +81,26 @@ class LiveSpec:
     rate_seconds: float = 2.0
     drain_timeout: float = 300.0
     switch: str = "freezer"  # the cluster's mechanism while a run is on (set per run)
+    quick: dict[str, Any] = field(default_factory=dict)  # the [quick] table's values
+
+    def quick_version(self) -> LiveSpec:
+        """The ``--quick`` variant: the [quick] table's values over these."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d.update(self.quick)
+        d["quick"] = {}
+        d["name"] = self.name + "-quick"
+        return LiveSpec(**d)
 
 
-_KNOWN = tuple(f.name for f in fields(LiveSpec) if f.name not in ("name", "path", "switch"))
+_KNOWN = tuple(
+    f.name for f in fields(LiveSpec) if f.name not in ("name", "path", "switch", "quick")
+)
 
 
-def load_spec(doc: Table) -> LiveSpec:
-    """A ``[rajaei_live]`` spec (experiments/rajaei-live.toml)."""
-    t = doc.table("rajaei_live", required=True)
-    t.only({"name", *_KNOWN})
-    kw: dict[str, Any] = {"name": t.text("name", doc.path.stem), "path": str(doc.path)}
+def _values(t: Table) -> dict[str, Any]:
+    """The keys of a [rajaei_live] or [quick] table, each read as its default's type."""
+    t.only({"name", *_KNOWN} if t.name == "rajaei_live" else set(_KNOWN))
+    kw: dict[str, Any] = {}
     d = LiveSpec("", "")
     for k in _KNOWN:
         if not t.has(k):
@@ -106,20 +116,37 @@ def load_spec(doc: Table) -> LiveSpec:
             kw[k] = t.number(k, minimum=0)
         else:
             kw[k] = t.text(k)
-    spec = LiveSpec(**kw)
+    return kw
+
+
+def load_spec(doc: Table) -> LiveSpec:
+    """A ``[rajaei_live]`` spec (experiments/rajaei-live.toml) and its ``[quick]`` table."""
+    t = doc.table("rajaei_live", required=True)
+    kw = _values(t)
+    spec = LiveSpec(name=t.text("name", doc.path.stem), path=str(doc.path), **kw)
+    quick = doc.table("quick")
+    spec.quick = _values(quick)
+    _checked(spec, t)
+    _checked(spec.quick_version(), quick)
+    return spec
+
+
+def _checked(spec: LiveSpec, t: Table) -> LiveSpec:
+    """``spec``'s configurations and switches named right (``t``: the table they came from)."""
+    error = t.error
     for c in spec.configs:
         policy, _, slots = c.partition(":")
         if policy not in ("gang-greedy", "gang-backfill", "lookahead", "easy"):
-            raise t.error(
+            raise error(
                 "configs",
                 f"entry {c!r}",
                 fix="use gang-greedy:K, gang-backfill:K, lookahead or easy",
             )
         if policy.startswith("gang") and not slots.isdigit():
-            raise t.error("configs", f"entry {c!r} needs :SLOTS", fix="e.g. gang-greedy:3")
+            raise error("configs", f"entry {c!r} needs :SLOTS", fix="e.g. gang-greedy:3")
     for s in spec.switches:
         if s not in ("freezer", "signals"):
-            raise t.error("switches", f"entry {s!r}", fix="use freezer or signals")
+            raise error("switches", f"entry {s!r}", fix="use freezer or signals")
     return spec
 
 
@@ -129,7 +156,14 @@ def read_spec(path: str | Path) -> LiveSpec:
 
 def spec_doc(path: str | Path) -> dict[str, Any]:
     """The spec as results.json keeps it (the report needs it)."""
-    return asdict(read_spec(path))
+    return _doc(read_spec(path))
+
+
+def _doc(spec: LiveSpec) -> dict[str, Any]:
+    """The spec as results.json keeps it: the values it ran with, not its [quick] table."""
+    d = asdict(spec)
+    d.pop("quick")
+    return d
 
 
 @dataclass(slots=True)
@@ -392,7 +426,7 @@ def run_all(
     require_root("the live study")
     stream = make_stream(spec)
     result: dict[str, Any] = {
-        "spec": asdict(spec),
+        "spec": _doc(spec),
         "stream": [asdict(j) for j in stream],
         "runs": [],
         "rates": {},
@@ -563,11 +597,15 @@ class RajaeiLiveStudy(Study):
     kind = "rajaei-live"
     title = "Rajaei et al. 2008, Figs. 5-9 live: gang vs lookahead backfilling, freezer and signals"
     live = True
-    spec_tables: ClassVar[tuple[str, ...]] = ("rajaei_live",)
+    spec_tables: ClassVar[tuple[str, ...]] = ("rajaei_live", "quick")
     specs = ("experiments/rajaei-live.toml",)
+    has_quick = True
 
     def load(self, doc: Table) -> Any:
         return load_spec(doc)
+
+    def quick(self, spec: Any) -> Any:
+        return spec.quick_version()
 
     def plan(self, spec: Any) -> list[str]:
         return [
