@@ -11,8 +11,15 @@ One envelope for every kind of study::
               "host": {"cores": 2, "kernel": "6.18.44", "cgroup_mode": "hybrid",
                        "python": "3.11.2"},
               "recorded": true,       false: filled in by `cosched experiment migrate`
-              "note": ""},
+              "note": ""},            what a reader must know about the record (below)
      "data": {...}}                   the study's own results
+
+A run made on a branch records that branch's commit; if the branch is rebased before it
+merges, that commit never reaches main. Such a record keeps the commit it ran at (that is
+what ran) and says so in ``note``: the commit on main that holds the same change and the
+one that brought the data in (tests/unit/test_committed_results.py fails on a committed
+record whose commit is known, not on the current history and not explained). The
+report's footer prints the note.
 
 ``cosched experiment report`` reads the kind from here, never from the shape
 of the data. A file without ``kind`` was written before schema 1: it is
@@ -70,6 +77,8 @@ class Made:
         text = f"Made by `{self.command}` {code} on {when}{host}."
         if not self.recorded:
             text += f" ({self.note})" if self.note else " (reconstructed)"
+        elif self.note:
+            text += f" ({self.note}.)"
         return text
 
 
