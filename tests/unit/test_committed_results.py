@@ -146,3 +146,12 @@ def test_the_check_finds_a_quoted_number_that_no_result_holds(tmp_path: Path) ->
     )
     got = [str(q) for q in quotes.unsourced(tmp_path)]
     assert got == ["docs/page.md:2: 41 %", "docs/page.md:2: 7.77"]
+
+
+def test_a_time_kept_in_seconds_is_quoted_in_ms(tmp_path: Path) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "calibration.toml").write_text("context_switch_raw = -0.004832\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("cosched\n")
+    (tmp_path / "docs" / "page.md").write_text("the derivation gave -4.8 ms, not 4.9 ms\n")
+    assert [str(q) for q in quotes.unsourced(tmp_path)] == ["docs/page.md:1: 4.9"]
