@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+# the repository first: benchmarks/ (the script's own folder, where nic_cost is) has an
+# apps.py that would hide the apps package from the ranks
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 from common.ports import free_port  # noqa: E402
 
