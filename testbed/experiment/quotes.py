@@ -37,7 +37,6 @@ SECTIONS: tuple[str, ...] = ()
 #: holds yet (benchmark and test figures, copied from what they printed)
 UNCHECKED: tuple[tuple[str, str], ...] = (
     ("docs/cluster.md", "link and CPU figures of tests and benchmarks; no results file"),
-    ("docs/cdc.md", "the NIC library's latency and rate benchmarks; no results file"),
     ("docs/security.md", "the flood benchmark's and the security tests' timings; no results file"),
 )
 PAPERS = Path("/work/shared/seeds")  # the papers' texts, where present
