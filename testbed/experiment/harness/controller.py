@@ -11,6 +11,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -54,18 +55,43 @@ def controller(
     from controller.client import ControllerClient, ControllerError
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = command(state_path, policy, quantum, run_dir, params, args)
-    with (run_dir / "controller.log").open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    client = ControllerClient(str(run_dir / "controller.sock"), retry=20.0, timeout=10.0)
+    with short_path(run_dir) as where:
+        cmd = command(state_path, policy, quantum, where, params, args)
+        with (run_dir / "controller.log").open("w") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        client = ControllerClient(str(where / "controller.sock"), retry=20.0, timeout=10.0)
+        try:
+            wait_socket(where / "controller.sock", proc)
+            yield client
+            with contextlib.suppress(ControllerError, OSError):
+                client.request("shutdown", checkpoint=False)
+        finally:
+            client.close()
+            stop(proc)
+
+
+#: longest run directory whose controller.sock fits a unix socket's path (108 bytes)
+SOCKET_DIR_MAX = 90
+
+
+@contextlib.contextmanager
+def short_path(run_dir: Path) -> Iterator[Path]:
+    """``run_dir``, or, when it is too long for the controller's unix socket (a deep
+    ``--out``), a short name for it: a link in a private temporary directory (0700,
+    so nobody can plant another), removed afterwards. Files still land in ``run_dir``."""
+    if len(str(run_dir)) <= SOCKET_DIR_MAX:
+        yield run_dir
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="cosched-run-"))
+    link = tmp / "r"
+    link.symlink_to(run_dir.resolve(), target_is_directory=True)
     try:
-        wait_socket(run_dir / "controller.sock", proc)
-        yield client
-        with contextlib.suppress(ControllerError, OSError):
-            client.request("shutdown", checkpoint=False)
+        yield link
     finally:
-        client.close()
-        stop(proc)
+        link.unlink()
+        tmp.rmdir()
 
 
 def wait_socket(path: Path, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
