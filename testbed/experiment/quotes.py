@@ -36,7 +36,6 @@ SECTIONS: tuple[str, ...] = ()
 #: (page, why its numbers are not checked): measurements that no committed results file
 #: holds yet (benchmark and test figures, copied from what they printed)
 UNCHECKED: tuple[tuple[str, str], ...] = (
-    ("docs/cluster.md", "link and CPU figures of tests and benchmarks; no results file"),
     ("docs/security.md", "the flood benchmark's and the security tests' timings; no results file"),
 )
 PAPERS = Path("/work/shared/seeds")  # the papers' texts, where present
