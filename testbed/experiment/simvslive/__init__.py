@@ -67,7 +67,7 @@ class SimVsLiveStudy(Study):
             path = ctx.out / "results.json"
             if not path.exists():
                 raise SpecError(f"--resimulate: no {path}", fix="run the live part first (root)")
-            result = read_result(path)
+            result = read_result(path, self.kind)
             simulate_all(result, spec, ctx.say, ctx.sweep)
             return result.to_dict()
         result = run_validation(
