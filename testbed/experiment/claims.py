@@ -151,6 +151,12 @@ def worst(verdicts: Sequence[Verdict]) -> Verdict:
     return min(verdicts, key=_ORDER.index)
 
 
+def terminal(claims: Sequence[Claim], width: int = 0) -> str:
+    """What the terminal shows after a run (a study's ``summary``): one line per claim,
+    its verdict first, right-aligned in ``width`` columns."""
+    return "\n".join(f"{str(c.verdict).rjust(width)}: {c.where}: {c.measured}" for c in claims)
+
+
 def markdown(claims: Sequence[Claim], heading: str = "## The paper beside ours") -> list[str]:
     """A report's section: paper says / we measured / verdict."""
     lines = [heading, "", "| where | the paper says | we measured | verdict |", "|---|---|---|---|"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from controller.policies.dhc import ALGORITHMS, BALANCING
 from testbed.experiment import plots as plotting
-from testbed.experiment.claims import Claim, Difference, Verdict, judge, judge_value
+from testbed.experiment.claims import Claim, Difference, Verdict, judge, judge_value, terminal
 from testbed.experiment.claims import markdown as claims_markdown
 
 PAPER_TABLE1 = {"root": 2.57, "cube": 2.61, "ring": 2.88, "random": 3.01, "none": 3.30}
@@ -534,7 +534,7 @@ def claims(points: Points, meta: dict[str, Any]) -> list[Claim]:
 
 
 def summary(points: Points, meta: dict[str, Any]) -> str:
-    return "\n".join(f"{c.verdict}: {c.where}: {c.measured}" for c in claims(points, meta))
+    return terminal(claims(points, meta))
 
 
 def markdown(points: Points, meta: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed.experiment.claims import Claim, Verdict
+from testbed.experiment.claims import Claim, Verdict, terminal
 from testbed.experiment.fields import Table
 from testbed.experiment.protocol import RunContext, Study
 
@@ -69,7 +69,7 @@ class PairedScaleStudy(Study):
         return plots(data, out)
 
     def summary(self, data: Any) -> str:
-        return "\n".join(f"{c.verdict:>15}: {c.where}: {c.measured}" for c in self.claims(data))
+        return terminal(self.claims(data), width=15)
 
     def claims(self, data: Any) -> list[Claim]:
         from testbed.experiment.pairedscale.report import claims

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed.experiment.claims import Claim
+from testbed.experiment.claims import Claim, terminal
 from testbed.experiment.fields import Table
 from testbed.experiment.protocol import RunContext, Study
 
@@ -61,7 +61,7 @@ class PairedTraceStudy(Study):
         return plots(data, out)
 
     def summary(self, data: Any) -> str:
-        return "\n".join(f"{c.verdict:>15}: {c.where}: {c.measured}" for c in self.claims(data))
+        return terminal(self.claims(data), width=15)
 
     def claims(self, data: Any) -> list[Claim]:
         from testbed.experiment.pairedtrace.study import claims

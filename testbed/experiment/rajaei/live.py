@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed.experiment.claims import Claim, Difference, Verdict, judge
+from testbed.experiment.claims import Claim, Difference, Verdict, judge, terminal
 from testbed.experiment.claims import markdown as claims_markdown
 from testbed.experiment.fields import Table, read_toml
 from testbed.experiment.harness import LiveError
@@ -624,7 +624,7 @@ class RajaeiLiveStudy(Study):
         return [plot(data, out)]
 
     def summary(self, data: Any) -> str:
-        return "\n".join(f"{c.verdict}: {c.where}: {c.measured}" for c in claims(data))
+        return terminal(claims(data))
 
     def claims(self, data: Any) -> list[Claim]:
         return claims(data)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.experiment import plots as plotting
-from testbed.experiment.claims import Claim, Difference, Verdict, judge, worst
+from testbed.experiment.claims import Claim, Difference, Verdict, judge, terminal, worst
 from testbed.experiment.claims import markdown as claims_markdown
 from testbed.experiment.rajaei.study import GANG_POLICIES, Point
 
@@ -304,7 +304,7 @@ def claims(points: Sequence[Point], meta: dict[str, Any]) -> list[Claim]:
 
 
 def summary(points: Sequence[Point], meta: dict[str, Any]) -> str:
-    return "\n".join(f"{c.verdict}: {c.where}: {c.measured}" for c in claims(points, meta))
+    return terminal(claims(points, meta))
 
 
 def markdown(points: Sequence[Point], meta: dict[str, Any]) -> str:
