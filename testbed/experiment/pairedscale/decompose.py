@@ -29,7 +29,14 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from testbed.experiment.fields import Table
-from testbed.experiment.pairedscale.study import Estimate, build_jobs, load_study, model_figures
+from testbed.experiment.pairedscale.study import (
+    Estimate,
+    build_jobs,
+    load_study,
+    model_figures,
+    sim_config,
+    value_at,
+)
 from testbed.experiment.protocol import RunContext, Study
 from testbed.experiment.results import REPO
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
@@ -128,28 +135,14 @@ class _Meter:
 def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """One policy, one variant, one load, one seed (a sweep run)."""
     from controller.policies.registry import lookup, make_policy, parse_params
-    from testbed.sim.calibration import LAUNCH, OCCUPANCY
     from testbed.sim.engine import simulate
     from testbed.sim.metrics import job_table, summarize
-    from testbed.sim.results import EARLY_END, FULL, SimConfig
 
     nodes, q = int(params["nodes"]), float(params["quantum"])
     pol = str(params["policy"])
     policy = make_policy(pol, nodes, parse_params(lookup(pol), dict(params["params"])))
     jobs, nominal, realised = build_jobs(params, seed)
-    terms = set(params["terms"])
-    cal = params["model"]
-    on = LAUNCH in terms
-    config = SimConfig(
-        nodes=nodes,
-        quantum=q,
-        context_switch=float(cal["context_switch"]),
-        interference=float(cal["interference"]),
-        launch=float(cal["launch"]) if on else 0.0,
-        launch_cpu=float(cal["launch_cpu"]) if on else 0.0,
-        teardown=float(cal["teardown"]) if on else 0.0,
-        occupancy=FULL if OCCUPANCY in terms else EARLY_END,
-    )
+    config = sim_config(params)
     meter = _Meter(policy, nodes, q)
     res = simulate(jobs, policy, config)
     table = job_table(res)
@@ -163,12 +156,7 @@ def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     work = [sz * rt for sz, rt in zip(table.size, table.runtime, strict=True)]
     order = sorted(range(len(work)), key=work.__getitem__)
     small, big = order[: len(order) // 2], order[-max(1, len(order) // 10) :]
-    last = max(j.submit for j in jobs)
-    at_last = 0.0
-    for tt, nn in zip(res.series_t, res.series_n, strict=True):
-        if tt > last:
-            break
-        at_last = nn
+    at_last = value_at(res.series_t, res.series_n, max(j.submit for j in jobs))
     busy = meter.busy_ns or math.nan
     return {
         "variant": params["variant"],

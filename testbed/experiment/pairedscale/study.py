@@ -53,11 +53,14 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import UsageError
 from testbed.experiment.pairedsim.study import count_quanta
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
+
+if TYPE_CHECKING:
+    from testbed.sim.results import SimConfig
 
 STUDY = "paired-scale"
 PROFILES = ("homogeneous", "heterogeneous", "qcrd")
@@ -223,7 +226,8 @@ def _slope(t: Sequence[float], y: Sequence[float], t0: float, t1: float) -> floa
     return sum((a - mx) * (b - my) for a, b in pts) / sxx
 
 
-def _at(t: Sequence[float], y: Sequence[float], when: float) -> float:
+def value_at(t: Sequence[float], y: Sequence[float], when: float) -> float:
+    """The step series ``y`` over times ``t`` at ``when`` (its last value at or before)."""
     value = 0.0
     for a, b in zip(t, y, strict=True):
         if a > when:
@@ -270,24 +274,17 @@ def cap_runtimes(jobs: Sequence[Any], quantile: float) -> list[Any]:
             for j in jobs]  # fmt: skip
 
 
-def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
-    """One configuration at one load on one seed's workload (a sweep run: JSON in and out)."""
-    from controller.policies.registry import lookup, make_policy, parse_params
+def sim_config(params: Mapping[str, Any]) -> SimConfig:
+    """A run's simulator configuration: the measured model (``params["model"]``) with the
+    launch and occupancy terms on only if ``params["terms"]`` names them."""
     from testbed.sim.calibration import LAUNCH, OCCUPANCY
-    from testbed.sim.engine import simulate
-    from testbed.sim.metrics import summarize
     from testbed.sim.results import EARLY_END, FULL, SimConfig
 
-    nodes = int(params["nodes"])
-    entry = lookup(str(params["policy"]))
-    pparams = parse_params(entry, {k: str(v) for k, v in params["params"].items()})
-    policy = make_policy(str(params["policy"]), nodes, pparams)
-    jobs, nominal, realised = build_jobs(params, seed)
     terms = set(params["terms"])
     cal = params["model"]
     on = LAUNCH in terms
-    config = SimConfig(
-        nodes=nodes,
+    return SimConfig(
+        nodes=int(params["nodes"]),
         quantum=float(params["quantum"]),
         context_switch=float(cal["context_switch"]),
         interference=float(cal["interference"]),
@@ -296,6 +293,20 @@ def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         teardown=float(cal["teardown"]) if on else 0.0,
         occupancy=FULL if OCCUPANCY in terms else EARLY_END,
     )
+
+
+def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """One configuration at one load on one seed's workload (a sweep run: JSON in and out)."""
+    from controller.policies.registry import lookup, make_policy, parse_params
+    from testbed.sim.engine import simulate
+    from testbed.sim.metrics import summarize
+
+    nodes = int(params["nodes"])
+    entry = lookup(str(params["policy"]))
+    pparams = parse_params(entry, {k: str(v) for k, v in params["params"].items()})
+    policy = make_policy(str(params["policy"]), nodes, pparams)
+    jobs, nominal, realised = build_jobs(params, seed)
+    config = sim_config(params)
     counts = count_quanta(policy)
     t0 = time.perf_counter()
     res = simulate(jobs, policy, config)
@@ -323,8 +334,8 @@ def simulate_run(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         "offered_realised": realised / (nodes * span) if span > 0 else math.nan,
         "mean_jobs_in_system": s.mean_jobs_in_system,
         "max_jobs_in_system": s.max_jobs_in_system,
-        "in_system_at_last_arrival": _at(t, n, last),
-        "backlog_at_last_arrival_h": _at(t, w, last) / 3600.0,
+        "in_system_at_last_arrival": value_at(t, n, last),
+        "backlog_at_last_arrival_h": value_at(t, w, last) / 3600.0,
         "rise_per_1000s": 1000.0 * _slope(t, n, first, last),
         "backlog_growth_nodes": _slope(t, w, first, last),  # node-s of work gained per s
         "drain_h": (s.makespan - span) / 3600.0,
