@@ -7,7 +7,6 @@ Figs. 3, 7, 8 and 13 beside their simulated counterparts are in figs78.py and tr
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,9 +53,9 @@ class PairedScaleStudy(Study):
         return run_study(spec, replace(ctx.sweep, desc=f"{spec.name} runs"))
 
     def dump(self, data: Any) -> str:
-        # one run per line: a large file that stays diffable
-        body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data["runs"])
-        return '{"meta": ' + json.dumps(data["meta"]) + ',\n "runs": [\n' + body + "]}"
+        from testbed.experiment.pairedscale.study import runs_json
+
+        return runs_json(data)
 
     def render(self, data: Any) -> dict[str, str]:
         from testbed.experiment.pairedscale.report import markdown

@@ -20,7 +20,6 @@ experiments/paired-scale-fig10-12.toml); ``[quick] seeds``.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -34,6 +33,7 @@ from testbed.experiment.pairedscale.study import (
     build_jobs,
     load_study,
     model_figures,
+    runs_json,
     sim_config,
     value_at,
 )
@@ -396,8 +396,7 @@ class DecomposeStudy(Study):
         return run(spec["seeds"], replace(ctx.sweep, desc="decomposition runs"))
 
     def dump(self, data: Any) -> str:
-        body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data["runs"])
-        return '{"meta": ' + json.dumps(data["meta"]) + ',\n "runs": [\n' + body + "]}"
+        return runs_json(data)
 
     def render(self, data: Any) -> dict[str, str]:
         return {"report.md": markdown(data)}

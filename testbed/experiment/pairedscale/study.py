@@ -46,6 +46,7 @@ everything the result depends on, the calibration's figures included.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import time
@@ -224,6 +225,13 @@ def _slope(t: Sequence[float], y: Sequence[float], t0: float, t1: float) -> floa
     if sxx == 0:
         return 0.0
     return sum((a - mx) * (b - my) for a, b in pts) / sxx
+
+
+def runs_json(data: Mapping[str, Any]) -> str:
+    """A ``{"meta", "runs"}`` results document with one run per line: a large file that
+    stays diffable (paired-scale's and paired-decompose's results.json)."""
+    body = ",\n".join(json.dumps(r, separators=(",", ":")) for r in data["runs"])
+    return '{"meta": ' + json.dumps(data["meta"]) + ',\n "runs": [\n' + body + "]}"
 
 
 def value_at(t: Sequence[float], y: Sequence[float], when: float) -> float:
