@@ -249,8 +249,8 @@ def _vals(
 
 
 def _ratio(rows: Sequence[Mapping[str, Any]], v: str, load: float, key: str) -> Estimate:
-    g, p = _vals(rows, v, "gang", load, key), _vals(rows, v, "paired-gang", load, key)
-    return Estimate(tuple(g[s] / p[s] for s in sorted(set(g) & set(p)) if p[s]))
+    r = _ratio_by_seed(rows, v, load, key)
+    return Estimate(tuple(r[s] for s in sorted(r)))
 
 
 def _est(rows: Sequence[Mapping[str, Any]], v: str, pol: str, load: float, key: str) -> Estimate:
@@ -294,11 +294,11 @@ def _delta(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float)
     return f"| {lab} | {at} | {e.mean:+.2f} ± {e.ci:.2f} | {per} | {yes} |"
 
 
-def _ratio_by_seed(rows: Sequence[Mapping[str, Any]], v: str, load: float) -> dict[int, float]:
-    g, p = (
-        _vals(rows, v, "gang", load, "mean_response"),
-        _vals(rows, v, "paired-gang", load, "mean_response"),
-    )
+def _ratio_by_seed(
+    rows: Sequence[Mapping[str, Any]], v: str, load: float, key: str = "mean_response"
+) -> dict[int, float]:
+    """Gang ÷ paired of ``key``, seed by seed (the seeds both ran, paired's nonzero)."""
+    g, p = _vals(rows, v, "gang", load, key), _vals(rows, v, "paired-gang", load, key)
     return {s: g[s] / p[s] for s in g if p.get(s)}
 
 
