@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -85,11 +85,7 @@ class LiveSpec:
 
     def quick_version(self) -> LiveSpec:
         """The ``--quick`` variant: the [quick] table's values over these."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d.update(self.quick)
-        d["quick"] = {}
-        d["name"] = self.name + "-quick"
-        return LiveSpec(**d)
+        return replace(self, **self.quick, quick={}, name=self.name + "-quick")
 
 
 _KNOWN = tuple(

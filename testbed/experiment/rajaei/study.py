@@ -50,7 +50,7 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +91,7 @@ class RajaeiSpec:
     quick: dict[str, Any] = field(default_factory=dict)
 
     def quick_version(self) -> RajaeiSpec:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d.update(self.quick)
-        d["quick"] = {}
-        d["name"] = self.name + "-quick"
-        return RajaeiSpec(**d)
+        return replace(self, **self.quick, quick={}, name=self.name + "-quick")
 
 
 _KNOWN = tuple(f.name for f in fields(RajaeiSpec) if f.name not in ("name", "path", "quick"))
