@@ -1069,7 +1069,6 @@ class CdcSim:
                                 en += 1
                 out[p.key] = ProcView(p.key, tuple(msgs), p.pblocked, p.in_coll)
                 continue
-            n0 = len(msgs)
             for s, ch in enumerate(p.chans):
                 if ch:
                     if s in p.need:
@@ -1088,7 +1087,7 @@ class CdcSim:
                     if a <= t:
                         msgs.append(PendingMsg(erl, a))
             if count_erl:
-                for m in msgs[n0:]:
+                for m in msgs:
                     esum += m.erl_us
                     en += 1
             out[p.key] = ProcView(p.key, tuple(msgs), p.pblocked, p.in_coll)
