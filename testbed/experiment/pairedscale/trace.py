@@ -415,7 +415,7 @@ def report(out: Path, calibration: Path) -> Path:
             + f") submitted {d3.get('gap', 6):g} s apart, each running 60 s, under paired "
             f"gang at 1 s quanta on {d3['nodes']} nodes (fast-ethernet link); "
             f"{len(run['trace'])} quanta traced; host busy outside "
-            f"{_fmt_busy(run.get('host_busy_outside_cores'))} cores. Each point: what eq. (1) "
+            f"{fmt_busy(run.get('host_busy_outside_cores'))} cores. Each point: what eq. (1) "
             "predicted for a job before a quantum it ran in, and what was measured in it.",
             "",
             f"* points: {st['points']:.0f}, of them {st['new_job_points']:.0f} new jobs "
@@ -440,7 +440,7 @@ def report(out: Path, calibration: Path) -> Path:
                            f"a correlation above 0.7 over a measured span of at least "
                            f"{FIG3_SPAN:g} taken as the paper's"))  # fmt: skip
         lines += ["", "![Fig. 3](fig3.png)", ""]
-        _plot_fig3(pts, out / "fig3.png")
+        plot_fig3(pts, out / "fig3.png")
     if True:  # the simulated Fig. 13 always; the live one where its trace exists
         d13 = json.loads(f13.read_text()) if f13.exists() else {"runs": []}
         sims = sim_fig13(calibration)
@@ -467,7 +467,7 @@ def report(out: Path, calibration: Path) -> Path:
             lines.append(
                 f"| live | {sc} | {s['mean_response']:.1f} | {s['quanta']:.0f} | "
                 f"{s['paired_share']:.0%} | {s['cpu_pairs_share']:.1%} | "
-                f"{_fmt_busy(run.get('host_busy_outside_cores'))} |"
+                f"{fmt_busy(run.get('host_busy_outside_cores'))} |"
             )
         for r in sims:
             s = fig13_stats(r["trace"], r["responses"])
@@ -487,7 +487,7 @@ def report(out: Path, calibration: Path) -> Path:
                                f"{where}: {d:+.1%} ({r['none']:.1f} s → {r['0.2']:.1f} s)",
                                v, f"{near} ±5 % of it; one run each, no spread"))  # fmt: skip
         lines += ["", "![Fig. 13](fig13.png)", ""]
-        _plot_fig13(d13, sims, out / "fig13.png")
+        plot_fig13(d13, sims, out / "fig13.png")
     lines += ["## The paper beside ours", "", "| where | the paper says | we measured | verdict |",
               "|---|---|---|---|"]  # fmt: skip
     for where, says, measured, v, why in claims:
@@ -501,11 +501,11 @@ def report(out: Path, calibration: Path) -> Path:
     return path
 
 
-def _fmt_busy(x: float | None) -> str:
+def fmt_busy(x: float | None) -> str:
     return "?" if x is None else f"{x:.2f}"
 
 
-def _plot_fig3(points: Sequence[Mapping[str, Any]], path: Path) -> None:
+def plot_fig3(points: Sequence[Mapping[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -530,7 +530,7 @@ def _plot_fig3(points: Sequence[Mapping[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def _plot_fig13(live: Mapping[str, Any], sims: Sequence[Mapping[str, Any]], path: Path) -> None:
+def plot_fig13(live: Mapping[str, Any], sims: Sequence[Mapping[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

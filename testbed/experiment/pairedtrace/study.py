@@ -238,7 +238,7 @@ def markdown(data: Mapping[str, Any]) -> str:
             f"{len(run['jobs'])} heterogeneous jobs (CPU shares "
             + ", ".join(f"{j['target']:.2f}" for j in run["jobs"])
             + f"), {len(run['trace'])} quanta, the host busy outside the cluster "
-            f"{trace._fmt_busy(run.get('host_busy_outside_cores'))} cores. Eq. (1) replayed "
+            f"{trace.fmt_busy(run.get('host_busy_outside_cores'))} cores. Eq. (1) replayed "
             "over it with the policy's predictor.", "",
             f"* points: {st['points']:.0f}, of them {st['new_job_points']:.0f} new jobs "
             "predicted at 100 %",
@@ -287,10 +287,10 @@ def plots(data: Mapping[str, Any], out: Path) -> list[Path]:
     written = []
     f3 = _fig3_stats(data)
     if f3 is not None:
-        trace._plot_fig3(f3[0], out / "fig3.png")
+        trace.plot_fig3(f3[0], out / "fig3.png")
         written.append(out / "fig3.png")
     sims = [r for r in data["fig13"] if int(r["seed"]) == 0 and "trace" in r]
     if sims:
-        trace._plot_fig13({"runs": []}, sims, out / "fig13.png")
+        trace.plot_fig13({"runs": []}, sims, out / "fig13.png")
         written.append(out / "fig13.png")
     return written
