@@ -258,8 +258,13 @@ def _est(rows: Sequence[Mapping[str, Any]], v: str, pol: str, load: float, key: 
     return Estimate(tuple(d[s] for s in sorted(d)))
 
 
+def _label(v: Mapping[str, Any]) -> str:
+    """A variant's name in the tables; a what-if (not the measured model) says so."""
+    return str(v["label"]) + (" (what-if)" if v["what_if"] else "")
+
+
 def _line(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float) -> str:
-    lab = v["label"] + (" (what-if)" if v["what_if"] else "")
+    lab = _label(v)
 
     def r(k: str) -> str:
         return _ratio(rows, v["label"], load, k).text("{:.2f}")
@@ -288,7 +293,7 @@ def _delta(rows: Sequence[Mapping[str, Any]], v: Mapping[str, Any], load: float)
     d = Difference.of([a[s] for s in seeds], [b[s] for s in seeds])
     per = ", ".join(f"{x:+.2f}" for x in d.values)
     e = Estimate(d.values)
-    lab = v["label"] + (" (what-if)" if v["what_if"] else "")
+    lab = _label(v)
     at = f"{load:g}" if ref == load else f"{load:g} (against 0.95)"
     yes = "yes" if d.beyond_spread() else "no"
     return f"| {lab} | {at} | {e.mean:+.2f} ± {e.ci:.2f} | {per} | {yes} |"
