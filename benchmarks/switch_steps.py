@@ -34,13 +34,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from controller.telemetry import percentile as pct  # noqa: E402
+
 STEPS = ("freeze_write", "freeze_confirm", "weights", "thaw_write", "thaw_confirm", "account")
 PARENT = "cosched/bench-steps"
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
 
 
 def measure(switches: int, quantum: float, fifo: int) -> dict[str, Any]:
