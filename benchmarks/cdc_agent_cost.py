@@ -29,6 +29,7 @@ No root, no kernel state (fake cgroups, loopback sockets): no host lock.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
@@ -130,16 +131,14 @@ def child(
 
 # ---- the parent: trees, ranks, rounds ----------------------------------------------------
 def extract(rev: str, into: Path) -> Path:
-    """The tree of ``rev`` (its tracked files), for the child to import from."""
+    """The tree of ``rev`` (its tracked files) in ``into/tree``, for a child to run from
+    (benchmarks/control_scale_ab.py and cdc_sim_before_after.py call it too)."""
     data = subprocess.run(
         ["git", "-C", str(REPO), "archive", "--format=tar", rev],
         check=True,
         capture_output=True,
     ).stdout
-    into.mkdir(parents=True)
-    tar = into / "tree.tar"
-    tar.write_bytes(data)
-    with tarfile.open(tar) as t:
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
         t.extractall(into / "tree", filter="data")
     return into / "tree"
 

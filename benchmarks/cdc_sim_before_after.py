@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cdc_agent_cost import extract  # the old engine's tree, from git archive
+
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = "81b6150"  # the golden figures' commit: the engine before the hot-path rewrite
 CHILD = """
@@ -64,11 +66,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2, help="ABAB rounds (default 2)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="cdc-before-") as tmp:
-        old = Path(tmp)
-        arch = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.before], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(old)], input=arch, check=True)
+        old = extract(args.before, Path(tmp))
         print(
             f"WL6 heavy, {args.jobs} jobs, 16 paper nodes, MPL 5, fluid, seed {args.seed}; "
             f"before = {args.before}, after = the working tree; CPU s per run, ABAB x{args.rounds}"

@@ -20,9 +20,10 @@ import re
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
+
+from cdc_agent_cost import extract  # the baseline's tree, from git archive
 
 REPO = Path(__file__).resolve().parents[1]
 BEFORE = "13c14bb"  # relays forwarded every node's ack (issue 32, item 4)
@@ -30,15 +31,6 @@ TARGET = re.compile(
     r"^  (?P<label>\S+): plan \+ fan-out p99 (?P<pf>[\d.]+) ms .*?in CPU time (?P<pfc>[\d.]+) ms"
     r".*?CPU (?P<cpu>[\d.]+) % of a core"
 )
-
-
-def extract(rev: str, into: Path) -> Path:
-    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev],
-                          check=True, capture_output=True).stdout  # fmt: skip
-    (into / "tree.tar").write_bytes(data)
-    with tarfile.open(into / "tree.tar") as t:
-        t.extractall(into / "tree", filter="data")
-    return into / "tree"
 
 
 def run(tree: Path, nodes: int, policy: str, quanta: int, port: int) -> dict[str, float]:
