@@ -73,20 +73,18 @@ def nplus1_match(
     total = list(demands[key])
     for _ in range(n):
         best: K | None = None
-        best_y = -1.0
+        best_y, best_d = -1.0, -1
         for other, v in demands.items():
             if other in chosen:
                 continue
             d = dominant(v)
-            if d in used:
-                continue
-            if not all(total[i] + v[i] + margin < 1.0 for i in range(width)):
+            if d in used or not fits_all((total, v), margin):
                 continue
             if v[d] >= best_y:
-                best, best_y = other, v[d]
+                best, best_y, best_d = other, v[d], d
         if best is None:
             break
         chosen.append(best)
-        used.add(dominant(demands[best]))
+        used.add(best_d)
         total = [t + x for t, x in zip(total, demands[best], strict=True)]
     return tuple(chosen[1:])
