@@ -106,11 +106,12 @@ def threads_cpu(me: psutil.Process) -> tuple[float, float]:
     return ours, sum(t.user_time + t.system_time for t in ts) - ours
 
 
-def roles(me: psutil.Process) -> dict[int, str]:
-    """This process's children by role. A LocalCluster's scheduler and nannies run in this
-    process (on its event-loop thread); its workers are processes the nannies spawn."""
+def roles(kids: Mapping[int, psutil.Process]) -> dict[int, str]:
+    """This process's children (:func:`tree`) by role. A LocalCluster's scheduler and nannies
+    run in this process (on its event-loop thread); its workers are processes the nannies
+    spawn."""
     out = {}
-    for pid, p in tree(me).items():
+    for pid, p in kids.items():
         try:
             cmd = " ".join(p.cmdline())
         except psutil.Error:
@@ -125,7 +126,9 @@ def roles(me: psutil.Process) -> dict[int, str]:
 
 
 def sweep(work: list[RunSpec], kw: dict[str, Any], me: psutil.Process) -> dict[str, Any]:
-    before = {pid: (roles(me).get(pid, "other"), cpu(p)) for pid, p in tree(me).items()}
+    kids = tree(me)
+    role = roles(kids)
+    before = {pid: (role.get(pid, "other"), cpu(p)) for pid, p in kids.items()}
     main0, other0 = threads_cpu(me)
     t0 = time.time()
     out = run_sweep(work, SweepOptions(progress=False, **kw))
