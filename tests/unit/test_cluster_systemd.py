@@ -6,70 +6,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from common.cgroups import Cgroups, Layout
 from common.cgroups.delegation import release_base
-from common.cgroups.fake import FakeCgroupFS, fake_hybrid
+from common.cgroups.fake import fake_hybrid
 from testbed.cluster import cluster as cl
-from testbed.cluster import nspawn, rootfs
 from testbed.cluster.errors import ClusterError
-from tests.support.cluster_fakes import assert_pristine, config, make_env
-
-
-class FakeNodes:
-    """Stands in for rootfs.ensure and nspawn.start/wait_booted/stop."""
-
-    def __init__(self, fail_wait: str | None = None) -> None:
-        self.booted: dict[str, nspawn.ContainerRecord] = {}
-        self.stopped: list[str] = []
-        self.fail_wait = fail_wait
-        self.specs: dict[str, nspawn.NodeSpec] = {}
-
-    def rootfs(self, log: Any = None) -> rootfs.Rootfs:
-        return rootfs.Rootfs("/cache/bookworm-x", False, 120.0, 0.01, "http://m")
-
-    def boot(self, spec: nspawn.NodeSpec, tree: str, unified: str, cgroup: str,
-             binds: list[str], log: str) -> nspawn.ContainerRecord:  # fmt: skip
-        assert os.path.isdir(f"{unified}/{cgroup}") and tree == "/cache/bookworm-x"
-        self.specs[spec.name] = spec
-        rec = nspawn.ContainerRecord(spec.name, 5000 + len(self.booted), 1.0, cgroup, log)
-        self.booted[spec.name] = rec
-        return rec
-
-    def wait(self, unified: str, rec: nspawn.ContainerRecord, started: float,
-             spec: nspawn.NodeSpec) -> None:  # fmt: skip
-        if rec.node == self.fail_wait:
-            raise RuntimeError(f"{rec.node}: systemd says 'degraded'")
-        rec.state, rec.boot_s, rec.leader = "running", 1.5, 7000
-
-    def stop(self, recs: list[nspawn.ContainerRecord]) -> list[str]:
-        self.stopped += [r.node for r in recs]
-        return []
-
-
-def v2_host(tmp_path: Path) -> FakeCgroupFS:
-    # a host made v2-only: cgroup2 offers what the v1 hierarchies gave back
-    return FakeCgroupFS(
-        tmp_path / "cg", kind="v2", v2_controllers="cpuset cpu io hugetlb pids"
-    ).build()
-
-
-def systemd_env(tmp_path: Path, fs: FakeCgroupFS, nodes: FakeNodes) -> cl.Env:
-    env = make_env(tmp_path, fs=fs)
-    env.nspawn_available = lambda: None
-    env.rootfs = nodes.rootfs
-    env.boot_node = nodes.boot
-    env.wait_node = nodes.wait
-    env.stop_nodes = nodes.stop
-    return env
-
-
-def sd_config(nodes: int = 2, **kw: Any) -> cl.ClusterConfig:
-    return config(nodes, systemd=True, ssh=True, start_agents=False, **kw)
+from tests.support.cluster_fakes import (
+    FakeNodes,
+    assert_pristine,
+    config,
+    sd_config,
+    systemd_env,
+    v2_host,
+)
 
 
 def test_up_makes_a_head_and_node_groups_with_every_controller_passed_on(tmp_path: Path) -> None:
