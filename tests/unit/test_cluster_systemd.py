@@ -149,7 +149,7 @@ def test_clean_without_a_state_file_takes_the_nodes_and_nspawns_groups(tmp_path:
 def test_the_agent_unit_gives_the_controllers_back_after_every_exit() -> None:
     import jinja2
 
-    from tests.unit.test_ansible import ANSIBLE_DIR
+    from tests.support.ansible import ANSIBLE_DIR
 
     src = (ANSIBLE_DIR / "roles/agent/templates/cosched-agent.service.j2").read_text()
     unit = jinja2.Template(src).render(
