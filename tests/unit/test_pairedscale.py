@@ -12,30 +12,7 @@ import pytest
 
 from testbed.experiment.pairedscale import mixes, report, study, trace
 from testbed.sweep import SweepOptions, run_sweep
-
-CAL = """[model]
-quantum = 0.2
-interference = 0.17
-context_switch = 0.0
-launch = 0.5
-launch_cpu = 0.5
-teardown = 0.1
-barrier_wall_base = 0.0004
-barrier_wall_per_rank = 0.0001
-barrier_cpu_base = 0.00005
-barrier_cpu_per_rank = 0.00001
-
-[measured.alone.compute.compute_rate]
-mean = 20.0
-[measured.alone.compute.compute_cpu]
-mean = 0.95
-[measured.alone.io.io_rate]
-mean = 24.0
-[measured.alone.io.io_cpu]
-mean = 0.03
-[measured.derived]
-interference_compute_io = 0.01
-"""
+from tests.support.pairedtrace import CAL
 
 
 @pytest.fixture
