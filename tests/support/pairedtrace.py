@@ -1,7 +1,12 @@
 """Shared by the paired-trace tests: a calibration with the alone runs job_types()
-reads, and a four-quantum trace."""
+reads, a four-quantum trace, and the study spec pointed at both."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SPEC = Path("experiments/paired-trace-fig3-13.toml")
 
 # a calibration with the alone runs job_types() reads
 CAL = """[model]
@@ -37,3 +42,20 @@ def entries() -> list[dict[str, object]]:
         {"q": 3, "utilization": {"1": 0.9, "2": 0.12}, "slot": 1, "partner": 0},
         {"q": 4, "utilization": {"1": 0.45, "2": 0.5}, "slot": 0, "partner": 1},
     ]
+
+
+def study_spec(tmp_path: Path) -> Path:
+    """The paired-trace spec rewritten to read CAL and a live trace of entries()."""
+    cal = tmp_path / "cal.toml"
+    cal.write_text(CAL)
+    jobs = [{"job": 1, "submit": 0.0, "end": 100.0, "target": 0.9},
+            {"job": 2, "submit": 5.0, "end": 115.0, "target": 0.1}]  # fmt: skip
+    fig3 = {"nodes": 2, "gap": 6, "runs": [{"trace": entries(), "jobs": jobs, "params": {}}]}
+    live = tmp_path / "fig3-live.json"
+    live.write_text(json.dumps(fig3))
+    text = SPEC.read_text()
+    text = text.replace('calibration = "default"', f'calibration = "{cal}"')
+    text = text.replace('"docs/results/paired-trace/fig3-live.json"', f'"{live}"')
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    return spec

@@ -4,7 +4,6 @@ end: test_pairedtrace_live.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,25 +11,7 @@ import pytest
 from testbed.experiment import registry
 from testbed.experiment.fields import SpecError
 from testbed.experiment.pairedscale import decompose, trace
-from tests.support.pairedtrace import CAL, entries
-
-SPEC = Path("experiments/paired-trace-fig3-13.toml")
-
-
-def _setup(tmp_path: Path) -> Path:
-    cal = tmp_path / "cal.toml"
-    cal.write_text(CAL)
-    jobs = [{"job": 1, "submit": 0.0, "end": 100.0, "target": 0.9},
-            {"job": 2, "submit": 5.0, "end": 115.0, "target": 0.1}]  # fmt: skip
-    fig3 = {"nodes": 2, "gap": 6, "runs": [{"trace": entries(), "jobs": jobs, "params": {}}]}
-    live = tmp_path / "fig3-live.json"
-    live.write_text(json.dumps(fig3))
-    text = SPEC.read_text()
-    text = text.replace('calibration = "default"', f'calibration = "{cal}"')
-    text = text.replace('"docs/results/paired-trace/fig3-live.json"', f'"{live}"')
-    spec = tmp_path / "spec.toml"
-    spec.write_text(text)
-    return spec
+from tests.support.pairedtrace import CAL, study_spec
 
 
 def test_jitter_is_seeded_and_zero_means_exact_copies(tmp_path: Path) -> None:
@@ -52,7 +33,7 @@ def test_jitter_is_seeded_and_zero_means_exact_copies(tmp_path: Path) -> None:
 
 
 def test_spec_errors_are_one_line(tmp_path: Path) -> None:
-    spec = _setup(tmp_path)
+    spec = study_spec(tmp_path)
     spec.write_text(spec.read_text().replace('phases = "1,4,8"', 'phases = "1,4"'))
     with pytest.raises(SpecError, match="phases"):
         registry.load(spec)

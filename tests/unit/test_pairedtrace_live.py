@@ -3,34 +3,15 @@ calibration (live: the results envelope runs git)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from testbed.experiment import pipeline, registry
 from testbed.sweep import SweepOptions
-from tests.support.pairedtrace import CAL, entries
-
-SPEC = Path("experiments/paired-trace-fig3-13.toml")
-
-
-def _setup(tmp_path: Path) -> Path:
-    cal = tmp_path / "cal.toml"
-    cal.write_text(CAL)
-    jobs = [{"job": 1, "submit": 0.0, "end": 100.0, "target": 0.9},
-            {"job": 2, "submit": 5.0, "end": 115.0, "target": 0.1}]  # fmt: skip
-    fig3 = {"nodes": 2, "gap": 6, "runs": [{"trace": entries(), "jobs": jobs, "params": {}}]}
-    live = tmp_path / "fig3-live.json"
-    live.write_text(json.dumps(fig3))
-    text = SPEC.read_text()
-    text = text.replace('calibration = "default"', f'calibration = "{cal}"')
-    text = text.replace('"docs/results/paired-trace/fig3-live.json"', f'"{live}"')
-    spec = tmp_path / "spec.toml"
-    spec.write_text(text)
-    return spec
+from tests.support.pairedtrace import study_spec
 
 
 def test_quick_study_runs_reports_and_judges(tmp_path: Path) -> None:
-    spec = _setup(tmp_path)
+    spec = study_spec(tmp_path)
     out = tmp_path / "out"
     opts = SweepOptions(progress=False)
     study, res, _ = pipeline.run(
