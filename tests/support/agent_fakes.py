@@ -3,7 +3,10 @@ the agent, reattached fake jobs, and the freezer state and shares it left."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from agent.daemon import Agent, AgentConfig
@@ -66,3 +69,19 @@ def two_jobs(agent: Agent) -> None:
     agent.driver.ensure_parent(PARENT)
     add_fake_job(agent, "a", frozen=True)
     add_fake_job(agent, "b")
+
+
+@contextlib.contextmanager
+def serving(agent: Agent) -> Iterator[tuple[str, int]]:
+    """The agent listening and looping in a thread for the block; its address."""
+    agent.start()
+    assert agent.listener is not None
+    addr = agent.listener.getsockname()
+    t = threading.Thread(target=agent.loop, daemon=True)
+    t.start()
+    try:
+        yield addr
+    finally:
+        agent.stop()
+        t.join(5)
+        agent.shutdown()

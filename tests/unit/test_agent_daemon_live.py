@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,23 +13,14 @@ import pytest
 from agent import wire
 from agent.client import AgentClient, AgentError
 from agent.daemon import Agent
-from tests.support.agent_fakes import KEY, make_agent
+from tests.support.agent_fakes import KEY, make_agent, serving
 
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Agent, tuple[str, int]]]:
     agent, _ = make_agent(tmp_path)
-    agent.start()
-    assert agent.listener is not None
-    addr = agent.listener.getsockname()
-    t = threading.Thread(target=agent.loop, daemon=True)
-    t.start()
-    try:
+    with serving(agent) as addr:
         yield agent, addr
-    finally:
-        agent.stop()
-        t.join(5)
-        agent.shutdown()
 
 
 def test_hello_and_status(running: tuple[Agent, tuple[str, int]]) -> None:

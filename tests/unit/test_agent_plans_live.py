@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,24 +11,15 @@ import pytest
 from agent import wire
 from agent.client import AgentClient, AgentError
 from agent.daemon import Agent
-from tests.support.agent_fakes import KEY, make_agent, state, two_jobs
+from tests.support.agent_fakes import KEY, make_agent, serving, state, two_jobs
 
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Agent, tuple[str, int], Path]]:
     agent, _ = make_agent(tmp_path)
     two_jobs(agent)
-    agent.start()
-    assert agent.listener is not None
-    addr = agent.listener.getsockname()
-    t = threading.Thread(target=agent.loop, daemon=True)
-    t.start()
-    try:
+    with serving(agent) as addr:
         yield agent, addr, tmp_path
-    finally:
-        agent.stop()
-        t.join(5)
-        agent.shutdown()
 
 
 def test_plan_is_applied_at_its_instant_thaw_first(
