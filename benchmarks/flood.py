@@ -36,11 +36,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.security.conftest import DAEMON_NOFILE, Sec, wait_for  # noqa: E402
-from tests.security.measure import StatusProbe, switch_gaps  # noqa: E402
-from tests.security.sandbox import Sandbox  # noqa: E402
 from tests.support.host import EMPTY_FOOTPRINT, cosched_footprint  # noqa: E402
 from tests.support.live import Live  # noqa: E402
+from tests.support.security import DAEMON_NOFILE, Sec, wait_for  # noqa: E402
+from tests.support.security_measure import StatusProbe, switch_gaps  # noqa: E402
+from tests.support.security_sandbox import Sandbox  # noqa: E402
 
 SPIN = ["/bin/sh", "-c", "while :; do :; done"]
 

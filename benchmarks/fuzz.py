@@ -1,6 +1,6 @@
 """Fuzz every input surface with 10,000 generated inputs each (issue 13).
 
-The targets are tests/fuzz/targets.py (the CI runs them with a small budget):
+The targets are tests/support/fuzz_targets.py (the CI runs them with a small budget):
 the agent/controller wire decoder, the controller's API, job specs, experiment
 TOML specs and SWF lines. For each, the number of inputs, how many were accepted
 and rejected, crashes (any exception other than the surface's own error, a daemon
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz.targets import TARGETS, Target
+from tests.support.fuzz_targets import TARGETS, Target
 
 
 def fuzz(t: Target, examples: int) -> tuple[dict[str, int], str | None]:

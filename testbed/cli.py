@@ -26,7 +26,8 @@ PROG = "cosched"
 # `cosched simulate` does not pay for the cluster, agent and controller
 # client code (issue 11: start-up was most of a 2 s KTH run). `cosched`
 # without a command, --help or an unknown command builds every group.
-# tests/unit/test_sim_fastpaths.py checks this table against what the modules register.
+# tests/unit/testbed/sim/test_engine_fastpaths.py checks this table against what the
+# modules register.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "simulate": ("simulate", "policies"),
     "controller": ("controller",),

@@ -66,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
 # service_manager none with cosched_agent_cgroup_leaf set: the agent role's prologue
 # (ansible/roles/agent/vars/main.yml, agent_enter_cgroup) that moves the process into
 # the leaf and execs the agent, same PID and executable. Kept equal to the role's
-# (tests/unit/test_remote.py compares them).
+# (tests/unit/testbed/test_remote.py compares them).
 AGENT_ENTER_CGROUP = (
     "import os, sys; "
     "from common.cgroups.driver import Cgroups; "
@@ -464,7 +464,7 @@ class Result(Protocol):
 
 
 class Connection(Protocol):
-    """What is used of :class:`fabric.Connection` (faked in tests/unit/test_remote.py)."""
+    """What is used of :class:`fabric.Connection` (faked in tests/unit/testbed/test_remote.py)."""
 
     def run(self, command: str, **kwargs: Any) -> Result: ...
 

@@ -5,7 +5,7 @@
   uses a ``root_*`` fixture, ``slow`` and ``v2only`` from the lists there; ``fast`` on the
   rest. ``make check`` runs ``-m fast`` (in parallel); ``make test`` runs all.
 * A fast-tier test that starts a process or opens a socket fails, saying where it
-  belongs (a ``test_*_live.py`` module, or LIVE_MODULES in tests/support/tiers.py);
+  belongs (tests/live/, mirroring the source tree; or LIVE_MODULES in tests/support/tiers.py);
   so does one that reads the host's cgroups, mounts, process table or cosched's run
   files (tests/support/tiers.py HOST_PATHS): a fake-based test must see the fake only,
   or a cluster someone has up on the host changes its result.
@@ -139,7 +139,7 @@ def _fast_tier_guard(
             seen.append(what)
             raise AssertionError(
                 f"the fast tier starts no process and opens no socket ({what}): move "
-                f"{node.nodeid} to a test_*_live.py module (tests/support/tiers.py)"
+                f"{node.nodeid} to tests/live/, at the same path (tests/support/tiers.py)"
             )
 
         return guard

@@ -36,7 +36,7 @@ overlay and the binds) goes with the last process: nothing is mounted on the
 host.
 
 Pure parts (command line, node files) are apart from the I/O below and
-unit-tested in tests/unit/test_nspawn.py.
+unit-tested in tests/unit/testbed/cluster/test_nspawn.py.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ controller reaches the agents from the root namespace through ``csc-host``),
 so its sshd listens on the host's control address in the root namespace.
 
 Everything pure (configuration, inventory, ssh_config rendering) is apart
-from the I/O at the bottom, and unit-tested in tests/unit/test_sshd.py.
+from the I/O at the bottom, and unit-tested in tests/unit/testbed/cluster/test_sshd.py.
 """
 
 from __future__ import annotations

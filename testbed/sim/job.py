@@ -233,7 +233,7 @@ _set_io = Phase.__dict__["io"].__set__
 
 # SimJob.request builds JobRequest like unchecked_job (a tenth of a whole
 # `cosched simulate` on the KTH trace went into JobRequest.__init__). Only
-# while JobRequest has exactly these fields; tests/unit/test_sim_fastpaths.py
+# while JobRequest has exactly these fields; tests/unit/testbed/sim/test_engine_fastpaths.py
 # compares both ways of building it and pins JobRequest.__post_init__'s checks.
 _REQUEST_FIELDS = ("job_id", "size", "estimate", "submit_time", "exclusive", "user")
 _req_slots = [JobRequest.__dict__.get(name) for name in _REQUEST_FIELDS]

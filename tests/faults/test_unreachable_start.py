@@ -3,7 +3,7 @@ controller runs with the nodes it has and says so (one warning naming the node, 
 address and why; ``nodes_unreachable`` in its status), schedules jobs on those, and
 connects to the missing agent in the background once it is up: then a job over every
 node runs. A controller with no agent at all stops with one line
-(tests/unit/test_cli_errors.py). Root, real local cluster."""
+(tests/unit/testbed/test_cli_errors.py). Root, real local cluster."""
 
 from __future__ import annotations
 

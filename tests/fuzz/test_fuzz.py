@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.fuzz.targets import TARGETS, Target
+from tests.support.fuzz_targets import TARGETS, Target
 
 BUDGET = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.reference import Reference
+from tests.support.reference import Reference
 
 BUSY = ["python3", "-c", "while True: pass"]
 

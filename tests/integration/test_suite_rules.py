@@ -80,7 +80,7 @@ def test_the_fast_tier_refuses_a_process(pytester: pytest.Pytester) -> None:
         def test_spawn():
             subprocess.run(["true"], check=True)
     """
-    _tree(pytester, {"tests/unit/test_pure.py": body, "tests/unit/test_pure_live.py": body})
+    _tree(pytester, {"tests/unit/test_pure.py": body, "tests/live/test_pure_spawn.py": body})
     r = _run(pytester)
     r.assert_outcomes(passed=1, failed=1)
     r.stdout.fnmatch_lines(["*FAILED tests/unit/test_pure.py::test_spawn*"])

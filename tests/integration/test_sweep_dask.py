@@ -17,7 +17,7 @@ import pytest
 
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
 from testbed.sweep.errors import SchedulerError
-from tests.unit.sweep_runs import square
+from tests.support.sweep_runs import square
 
 distributed = pytest.importorskip("distributed")
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from common.ports import free_port
-from tests.integration.reference import Reference
+from tests.support.reference import Reference
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.security.conftest import Sec, wait_for
+from tests.support.security import Sec, wait_for
 
 pytestmark = [
     pytest.mark.root,

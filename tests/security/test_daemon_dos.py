@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.conftest import Sec, wait_for
-from tests.security.measure import StatusProbe, switch_gaps
+from tests.support.security import Sec, wait_for
+from tests.support.security_measure import StatusProbe, switch_gaps
 
 pytestmark = [
     pytest.mark.root,

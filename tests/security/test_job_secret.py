@@ -14,7 +14,7 @@ import time
 import pytest
 
 from controller.launchenv import job_port
-from tests.security.conftest import Sec, wait_for
+from tests.support.security import Sec, wait_for
 
 pytestmark = [
     pytest.mark.root,

@@ -17,8 +17,8 @@ import time
 import psutil
 import pytest
 
-from tests.security.conftest import Sec
-from tests.security.sandbox import REPO, root_env
+from tests.support.security import Sec
+from tests.support.security_sandbox import REPO, root_env
 
 pytestmark = [
     pytest.mark.root,

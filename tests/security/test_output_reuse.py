@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.conftest import Sec
+from tests.support.security import Sec
 
 pytestmark = [
     pytest.mark.root,

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.security.sandbox import Sandbox, root_env
+from tests.support.security_sandbox import Sandbox, root_env
 
 pytestmark = [
     pytest.mark.root,

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from controller.client import ControllerError
-from tests.security.conftest import Sec, wait_for
-from tests.security.sandbox import Sandbox, root_env
+from tests.support.security import Sec, wait_for
+from tests.support.security_sandbox import Sandbox, root_env
 
 pytestmark = [
     pytest.mark.root,

@@ -32,8 +32,29 @@ LIVE_DIRS = ("live", "integration", "faults", "security")
 ROOT_DIRS = ("integration", "faults", "security")
 MIRRORED_DIRS = ("unit", "live")
 TIER_DIRS = (*FAST_DIRS, *LIVE_DIRS)
-# Files allowed directly in tests/unit/ (about the repository as a whole, not a module).
-UNIT_TOP_LEVEL = frozenset({"test_tree.py"})
+# Files allowed directly in tests/unit/ and tests/live/: tests of what is not one source
+# module -- the repository as a whole (committed results and the docs' quotes, the test
+# tree and its tiers, the controller package's import layout) or files outside the Python
+# packages (prometheus/, ansible/, the Vagrantfile). Everything else mirrors its module.
+UNIT_TOP_LEVEL = frozenset(
+    {
+        "test_tree.py",
+        "test_tiers.py",
+        "test_committed_results.py",
+        "test_layout.py",
+        "test_prometheus_rules.py",
+    }
+)
+LIVE_TOP_LEVEL = frozenset(
+    {
+        "test_committed_results.py",
+        "test_layout.py",
+        "test_prometheus_rules.py",
+        "test_ansible.py",
+        "test_vagrant.py",
+    }
+)
+TOP_LEVEL = {"unit": UNIT_TOP_LEVEL, "live": LIVE_TOP_LEVEL}
 
 # Tests that bring up a whole cluster or deployment, or run for minutes: `slow`
 # (measured with `make durations`: over 20 s on this 2-core host, loaded). Module
@@ -54,12 +75,11 @@ SLOW = frozenset(
         "tests/faults/test_agent_kill.py",
         "tests/property/test_sim_properties.py::test_same_workload_same_result",
         # the fast tier's four longest (5-9 s each alone, 64 s of CPU for the rest)
-        "tests/unit/test_sim_fastpaths.py::test_fast_swf_reader_agrees_with_the_line_parser",
-        "tests/unit/test_cli.py::test_load_sweep_with_plots",
-        "tests/unit/test_rajaei.py::test_quick_study_through_the_cli_writes_the_report",
-        "tests/unit/test_paired_report.py::test_sweep_reports",
+        "tests/unit/testbed/sim/test_engine_fastpaths.py::test_fast_swf_reader_agrees_with_the_line_parser",
+        "tests/unit/testbed/test_cli.py::test_load_sweep_with_plots",
+        "tests/unit/testbed/experiment/rajaei/test_study.py::test_quick_study_through_the_cli_writes_the_report",
+        "tests/unit/testbed/experiment/paired/test_report.py::test_sweep_reports",
         # 12 simulated runs against their recorded figures (about 20 s of CPU)
-        "tests/unit/test_cdc_sim_golden.py",
     }
 )
 
@@ -133,84 +153,60 @@ def host_path(path: str, listing: bool) -> str | None:
     return None
 
 
-# A module named ``test_*_live.py`` starts processes or sockets wherever it lives (the
-# split-out halves of mixed unit modules wait in tests/unit/ for the move to tests/live/).
-LIVE_SUFFIX = "_live.py"
-
 # Fast-tier modules that still start a process or open a socket in some tests (found by
-# the fast tier's guard, tests/conftest.py): marked live until split like the others.
+# the fast tier's guard, tests/conftest.py): marked live until split into tests/live/.
 LIVE_MODULES = frozenset(
     {
         "tests/fuzz/test_fuzz.py::test_fuzz[JSON nesting]",
         "tests/fuzz/test_fuzz.py::test_fuzz[NIC datagrams]",
-        "tests/unit/test_agent_local.py",
-        "tests/unit/test_ansible.py",
-        "tests/unit/test_cdc_drivers.py::test_agent_and_simulator_drive_the_same_decisions",
-        "tests/unit/test_cdc_experiment.py::test_experiment_report_command_rewrites_a_report",
-        "tests/unit/test_cdc_study.py::test_experiment_run_quick_writes_the_report",
-        "tests/unit/test_cdc_study.py::test_the_validation_runs_through_the_framework",
-        "tests/unit/test_cdc_workload.py::test_a_recorded_trace_replays_with_every_message_matched",
-        "tests/unit/test_cdc_workload.py::test_simulate_runs_the_schemes",
-        "tests/unit/test_cli.py::test_load_sweep_with_plots",
-        "tests/unit/test_cli.py::test_simulate_swf_writes_results_and_counts_rejected",
-        "tests/unit/test_cluster_systemd.py::test_a_node_that_does_not_boot_rolls_everything_back",
-        "tests/unit/test_cluster_systemd.py::test_up_makes_a_head_and_node_groups_with_every_controller_passed_on",
-        "tests/unit/test_common_shared.py::test_flags_not_given_take_the_daemons_defaults",
-        "tests/unit/test_controller_api.py",
-        "tests/unit/test_dhc_study.py::test_table1_alone_is_the_mean_over_seeds_without_a_pe1_column",
-        "tests/unit/test_dhc_study.py::test_tiny_study_writes_report_plots_and_findings",
-        "tests/unit/test_emulated.py::test_64_emulated_nodes_switch_every_quantum",
-        "tests/unit/test_experiment_framework.py::test_the_envelope_records_kind_schema_command_commit_and_host",
-        "tests/unit/test_experiment_specs.py::test_quick_variants_of_simulated_studies_run",
-        "tests/unit/test_experiment_specs.py::test_the_dhc_quick_variant_runs",
-        "tests/unit/test_iodevice.py",
-        "tests/unit/test_make_run_path.py",
-        "tests/unit/test_monitor.py::test_a_daemon_that_exits_at_start_is_one_line_with_its_last_log_line",
-        "tests/unit/test_monitor.py::test_a_taken_port_is_one_line",
-        "tests/unit/test_monitor.py::test_controller_argv_is_the_socket_owners",
-        "tests/unit/test_monitor.py::test_rendered_config_passes_promtool",
-        "tests/unit/test_monitor.py::test_up_status_down_leaves_nothing",
-        "tests/unit/test_mp_collectives.py",
-        "tests/unit/test_mp_errors.py",
-        "tests/unit/test_mp_frame.py::test_a_wrong_frame_on_a_connection_fails_the_receiver_clearly",
-        "tests/unit/test_mp_linkemu.py::test_injected_delay_is_within_ten_percent_of_the_configured_delay",
-        "tests/unit/test_mp_mesh.py",
-        "tests/unit/test_mp_nic.py",
-        "tests/unit/test_mp_p2p.py",
-        "tests/unit/test_mp_stats.py",
-        "tests/unit/test_mp_wait.py",
-        "tests/unit/test_npb_runs.py",
-        "tests/unit/test_paired_report.py::test_results_round_trip_and_the_report_command_rewrites_them",
-        "tests/unit/test_paired_report.py::test_sweep_reports",
+        "tests/unit/testbed/sim/cdc/test_engine_drivers.py::test_agent_and_simulator_drive_the_same_decisions",
+        "tests/unit/testbed/experiment/cdc/test_run.py::test_experiment_report_command_rewrites_a_report",
+        "tests/unit/testbed/sim/cdc/test_study.py::test_experiment_run_quick_writes_the_report",
+        "tests/unit/testbed/sim/cdc/test_study.py::test_the_validation_runs_through_the_framework",
+        "tests/unit/testbed/sim/cdc/test_workload.py::test_a_recorded_trace_replays_with_every_message_matched",
+        "tests/unit/testbed/sim/cdc/test_workload.py::test_simulate_runs_the_schemes",
+        "tests/unit/testbed/test_cli.py::test_load_sweep_with_plots",
+        "tests/unit/testbed/test_cli.py::test_simulate_swf_writes_results_and_counts_rejected",
+        "tests/unit/testbed/cluster/test_cluster_systemd.py::test_a_node_that_does_not_boot_rolls_everything_back",
+        "tests/unit/testbed/cluster/test_cluster_systemd.py::test_up_makes_a_head_and_node_groups_with_every_controller_passed_on",
+        "tests/unit/common/test_names_shared.py::test_flags_not_given_take_the_daemons_defaults",
+        "tests/unit/testbed/experiment/dhc/test_study.py::test_table1_alone_is_the_mean_over_seeds_without_a_pe1_column",
+        "tests/unit/testbed/experiment/dhc/test_study.py::test_tiny_study_writes_report_plots_and_findings",
+        "tests/unit/agent/test_emulated.py::test_64_emulated_nodes_switch_every_quantum",
+        "tests/unit/testbed/experiment/test_pipeline.py::test_the_envelope_records_kind_schema_command_commit_and_host",
+        "tests/unit/testbed/experiment/test_registry_specs.py::test_quick_variants_of_simulated_studies_run",
+        "tests/unit/testbed/experiment/test_registry_specs.py::test_the_dhc_quick_variant_runs",
+        "tests/unit/testbed/test_monitor.py::test_a_daemon_that_exits_at_start_is_one_line_with_its_last_log_line",
+        "tests/unit/testbed/test_monitor.py::test_a_taken_port_is_one_line",
+        "tests/unit/testbed/test_monitor.py::test_controller_argv_is_the_socket_owners",
+        "tests/unit/testbed/test_monitor.py::test_rendered_config_passes_promtool",
+        "tests/unit/testbed/test_monitor.py::test_up_status_down_leaves_nothing",
+        "tests/unit/apps/mp/test_frame.py::test_a_wrong_frame_on_a_connection_fails_the_receiver_clearly",
+        "tests/unit/apps/mp/test_linkemu.py::test_injected_delay_is_within_ten_percent_of_the_configured_delay",
+        "tests/unit/testbed/experiment/paired/test_report.py::test_results_round_trip_and_the_report_command_rewrites_them",
+        "tests/unit/testbed/experiment/paired/test_report.py::test_sweep_reports",
         # 12 simulated runs against their recorded figures (about 20 s of CPU)
-        "tests/unit/test_cdc_sim_golden.py",
-        "tests/unit/test_pairedscale.py::test_quick_study_runs_reports_and_judges",
-        "tests/unit/test_pairedsim.py::test_experiment_run_dispatches_a_study_spec",
-        "tests/unit/test_pool_reconnect.py",
+        "tests/unit/testbed/experiment/test_pairedscale.py::test_quick_study_runs_reports_and_judges",
+        "tests/unit/testbed/experiment/test_pairedsim.py::test_experiment_run_dispatches_a_study_spec",
         "tests/unit/test_prometheus_rules.py::test_check_config",
         "tests/unit/test_prometheus_rules.py::test_check_rules",
         "tests/unit/test_prometheus_rules.py::test_rule_unit_tests",
-        "tests/unit/test_rajaei.py::test_quick_study_through_the_cli_writes_the_report",
-        "tests/unit/test_relay.py",
-        "tests/unit/test_security_units.py::test_a_claimed_backlog_counts_only_within_what_the_sockets_delivered",
-        "tests/unit/test_security_units.py::test_accept_sheds_instead_of_raising_when_out_of_descriptors",
-        "tests/unit/test_security_units.py::test_daemons_never_import_from_the_callers_directory",
-        "tests/unit/test_security_units.py::test_mesh_sockets_are_checked_against_the_jobs_ranks_and_ports",
-        "tests/unit/test_security_units.py::test_mpilaunch_runs_nothing_for_a_caller_without_the_secret",
-        "tests/unit/test_security_units.py::test_the_mesh_refuses_a_connection_that_cannot_prove_the_secret",
-        "tests/unit/test_signals.py",
-        "tests/unit/test_simvslive.py::test_result_round_trip_and_report",
-        "tests/unit/test_simvslive.py::test_sim_only_reruns_the_simulations_from_saved_live_data",
-        "tests/unit/test_sweep.py",
-        "tests/unit/test_sweep_jobqueue.py",
-        "tests/unit/test_vagrant.py",
+        "tests/unit/testbed/experiment/rajaei/test_study.py::test_quick_study_through_the_cli_writes_the_report",
+        "tests/unit/common/test_guard_security.py::test_a_claimed_backlog_counts_only_within_what_the_sockets_delivered",
+        "tests/unit/common/test_guard_security.py::test_accept_sheds_instead_of_raising_when_out_of_descriptors",
+        "tests/unit/common/test_guard_security.py::test_daemons_never_import_from_the_callers_directory",
+        "tests/unit/common/test_guard_security.py::test_mesh_sockets_are_checked_against_the_jobs_ranks_and_ports",
+        "tests/unit/common/test_guard_security.py::test_mpilaunch_runs_nothing_for_a_caller_without_the_secret",
+        "tests/unit/common/test_guard_security.py::test_the_mesh_refuses_a_connection_that_cannot_prove_the_secret",
+        "tests/unit/testbed/experiment/simvslive/test_study.py::test_result_round_trip_and_report",
+        "tests/unit/testbed/experiment/simvslive/test_study.py::test_sim_only_reruns_the_simulations_from_saved_live_data",
     }
 )
 
 
 def is_live_module(nodeid: str) -> bool:
-    """A test of a ``*_live.py`` module or listed in LIVE_MODULES (module path or id)."""
-    return nodeid.split("::", 1)[0].endswith(LIVE_SUFFIX) or listed(nodeid, LIVE_MODULES)
+    """A test listed in LIVE_MODULES (module path or id)."""
+    return listed(nodeid, LIVE_MODULES)
 
 
 def listed_key(nodeid: str, names: Iterable[str]) -> str:
@@ -325,11 +321,10 @@ def misplaced(tests: Path = TESTS, repo: Path = REPO) -> list[Misplaced]:
             continue
         if top in MIRRORED_DIRS:
             inner = parts[1:-1]
-            if top == "unit" and not inner and name in UNIT_TOP_LEVEL:
-                continue
-            why = mirror_problem(inner, name, repo)
-            if why:
-                out.append(Misplaced(str(rel), f"tests/{top}/ mirrors the source tree: {why}"))
+            if inner or name not in TOP_LEVEL[top]:
+                why = mirror_problem(inner, name, repo)
+                if why:
+                    out.append(Misplaced(str(rel), f"tests/{top}/ mirrors the source tree: {why}"))
         for d in range(1, len(parts)):
             init = tests.joinpath(*parts[:d]) / "__init__.py"
             if not init.exists():

@@ -241,7 +241,7 @@ def read_swf(path: str | Path, *, skip_bad_lines: bool = False) -> SwfResult:
     Speed (issue 11): a line that passes every check in one test is built on
     the spot with :func:`~testbed.sim.job.unchecked_job`; any other line goes
     through :func:`_parse_line`, which either builds the same job or names
-    what is wrong (tests/unit/test_swf.py checks the two agree).
+    what is wrong (tests/unit/testbed/sim/workloads/test_swf.py checks the two agree).
     """
     p = Path(path)
     text = p.read_text(encoding="utf-8", errors="replace")
