@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # by tests/conftest.py), on every core.
 FAST := -q -m fast -n auto tests/unit tests/property tests/fuzz
 
-.PHONY: run check test test-fast test-v2only lint clean-venv
+.PHONY: run check test test-fast test-live test-v2only lint clean-venv
 
 $(STAMP): pyproject.toml
 	bash scripts/bootstrap.sh $(VENV)
@@ -24,6 +24,10 @@ check: $(STAMP)
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest $(FAST)
+
+# tests/live: the tests that start processes or sockets (loopback), without root.
+test-live: $(STAMP)
+	$(VENV)/bin/pytest -q tests/live
 
 test: $(STAMP)
 	bash scripts/test.sh $(VENV)
