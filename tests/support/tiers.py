@@ -76,9 +76,9 @@ SLOW = frozenset(
         "tests/property/test_sim_properties.py::test_same_workload_same_result",
         # the fast tier's four longest (5-9 s each alone, 64 s of CPU for the rest)
         "tests/unit/testbed/sim/test_engine_fastpaths.py::test_fast_swf_reader_agrees_with_the_line_parser",
-        "tests/unit/testbed/test_cli.py::test_load_sweep_with_plots",
+        "tests/live/testbed/test_cli.py::test_load_sweep_with_plots",
         "tests/live/testbed/experiment/rajaei/test_study.py::test_quick_study_through_the_cli_writes_the_report",
-        "tests/unit/testbed/experiment/paired/test_report.py::test_sweep_reports",
+        "tests/live/testbed/experiment/paired/test_report.py::test_sweep_reports",
         # 12 simulated runs against their recorded figures (about 20 s of CPU)
         "tests/live/testbed/sim/cdc/test_run_golden.py",
     }
@@ -160,26 +160,6 @@ LIVE_MODULES = frozenset(
     {
         "tests/fuzz/test_fuzz.py::test_fuzz[JSON nesting]",
         "tests/fuzz/test_fuzz.py::test_fuzz[NIC datagrams]",
-        "tests/unit/testbed/experiment/cdc/test_run.py::test_experiment_report_command_rewrites_a_report",
-        "tests/unit/testbed/sim/cdc/test_study.py::test_experiment_run_quick_writes_the_report",
-        "tests/unit/testbed/sim/cdc/test_study.py::test_the_validation_runs_through_the_framework",
-        "tests/unit/testbed/sim/cdc/test_workload.py::test_a_recorded_trace_replays_with_every_message_matched",
-        "tests/unit/testbed/sim/cdc/test_workload.py::test_simulate_runs_the_schemes",
-        "tests/unit/testbed/test_cli.py::test_load_sweep_with_plots",
-        "tests/unit/testbed/test_cli.py::test_simulate_swf_writes_results_and_counts_rejected",
-        "tests/unit/common/test_names_shared.py::test_flags_not_given_take_the_daemons_defaults",
-        "tests/unit/testbed/test_monitor.py::test_a_daemon_that_exits_at_start_is_one_line_with_its_last_log_line",
-        "tests/unit/testbed/test_monitor.py::test_a_taken_port_is_one_line",
-        "tests/unit/testbed/test_monitor.py::test_controller_argv_is_the_socket_owners",
-        "tests/unit/testbed/test_monitor.py::test_rendered_config_passes_promtool",
-        "tests/unit/testbed/test_monitor.py::test_up_status_down_leaves_nothing",
-        "tests/unit/testbed/experiment/paired/test_report.py::test_results_round_trip_and_the_report_command_rewrites_them",
-        "tests/unit/testbed/experiment/paired/test_report.py::test_sweep_reports",
-        # 12 simulated runs against their recorded figures (about 20 s of CPU)
-        "tests/unit/testbed/experiment/test_pairedscale.py::test_quick_study_runs_reports_and_judges",
-        "tests/unit/testbed/experiment/test_pairedsim.py::test_experiment_run_dispatches_a_study_spec",
-        "tests/unit/testbed/experiment/simvslive/test_study.py::test_result_round_trip_and_report",
-        "tests/unit/testbed/experiment/simvslive/test_study.py::test_sim_only_reruns_the_simulations_from_saved_live_data",
     }
 )
 

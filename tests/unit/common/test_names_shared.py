@@ -13,6 +13,7 @@ from common.addr import AddressError, format_addr, parse_addr
 from common.errors import CoschedError
 from common.keys import KeyFileError, read_key, write_key
 from controller.flags import DAEMON_FLAGS, add_daemon_flags, daemon_argv
+from tests.support.daemon_parsers import _daemon_parser, _start_parser
 
 # -- names ----------------------------------------------------------------------------
 
@@ -105,18 +106,6 @@ def test_symlinked_key_is_refused(tmp_path: Path) -> None:
 # -- daemon flags, declared once ----------------------------------------------------------
 
 
-def _daemon_parser() -> argparse.ArgumentParser:
-    from controller.__main__ import build_parser
-
-    return build_parser()
-
-
-def _start_parser() -> argparse.ArgumentParser:
-    from testbed.cli import build_parser
-
-    return build_parser()
-
-
 def test_start_offers_every_daemon_flag() -> None:
     start = _start_parser()
     sub = next(a for a in start._actions if isinstance(a, argparse._SubParsersAction))
@@ -144,15 +133,6 @@ def test_start_hands_on_exactly_what_was_given() -> None:
     assert parsed.param == ["band=0.2", "margin=0.1"] and parsed.operator == ["ops"]
     assert (parsed.capacity, parsed.checkpoint_every, parsed.fifo_priority) == (1.5, 2.0, 0)
     assert parsed.restore and parsed.agent_port == 7171 and parsed.log_level == "DEBUG"
-
-
-def test_flags_not_given_take_the_daemons_defaults() -> None:
-    args = _start_parser().parse_args(["controller", "start", "--policy", "gang"])
-    argv = daemon_argv(args, python="py")
-    assert argv == ["py", "-P", "-m", "controller", "--policy", "gang", "--quantum", "1",
-                    "--run-dir", args.run_dir]  # fmt: skip
-    daemon = _daemon_parser().parse_args(argv[4:])
-    assert daemon.fifo_priority == 20 and daemon.checkpoint_every == 5.0
 
 
 def test_add_daemon_flags_on_a_fresh_parser() -> None:

@@ -11,17 +11,7 @@ import pytest
 
 from controller.policies.registry import names
 from testbed.cli import build_parser, main
-
-SWF_LINE = "{id} {sub} 0 {run} {size} -1 -1 {size} {est} -1 1 1 1 -1 1 -1 -1 -1\n"
-
-
-def write_trace(path: Path, rows: list[tuple[int, int, int, int, int]], bad: str = "") -> Path:
-    with path.open("w") as fh:
-        fh.write("; MaxProcs: 8\n")
-        for i, (sub, run, size, est, _) in enumerate(rows):
-            fh.write(SWF_LINE.format(id=i + 1, sub=sub, run=run, size=size, est=est))
-        fh.write(bad)
-    return path
+from tests.support.swf_trace import write_trace
 
 
 def test_policies_lists_every_policy_with_parameters(capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,35 +51,6 @@ def test_bad_parameter_value_is_explained(
     assert "max_slots: expected an integer, got 'many'" in capsys.readouterr().err
 
 
-def test_simulate_swf_writes_results_and_counts_rejected(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    rows = [(0, 10, 4, 20, 0), (1, 5, 16, 5, 0), (2, 5, 4, 10, 0), (3, 5, 8, 5, 0)]
-    trace = write_trace(tmp_path / "t.swf", rows)
-    out = tmp_path / "out"
-    rc = main(
-        [
-            "simulate",
-            "--policy",
-            "fcfs,easy",
-            "--workload",
-            f"swf:{trace}",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
-    )
-    text = capsys.readouterr().out
-    assert rc == 0
-    assert "rejected job 2 (fcfs): size 16 > 8 nodes" in text
-    summary = json.loads((out / "summary-easy.json").read_text())
-    assert summary["nodes"] == 8  # from the trace's MaxProcs
-    assert summary["completed"] == 3 and summary["rejected"] == 1
-    csv_lines = (out / "jobs-fcfs.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("job_id,submit,size")
-    assert len(csv_lines) == 1 + 3
-
-
 def test_malformed_swf_line_names_file_and_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -118,35 +79,6 @@ def test_malformed_swf_line_names_file_and_line(
     assert rc == 0
     assert "skipped 1 malformed lines" in captured.err
     assert json.loads((tmp_path / "o" / "summary-easy.json").read_text())["completed"] == 1
-
-
-def test_load_sweep_with_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(
-        [
-            "simulate",
-            "--policy",
-            "gang,paired-gang",
-            "--workload",
-            "lublin",
-            "--jobs",
-            "60",
-            "--nodes",
-            "8",
-            "--profile",
-            "homogeneous",
-            "--loads",
-            "0.4,0.8",
-            "--out",
-            str(tmp_path),
-            "--plot",
-            "--quiet",
-        ]
-    )
-    assert rc == 0
-    assert (tmp_path / "jobs_in_system.png").stat().st_size > 1000
-    assert (tmp_path / "slowdown_vs_load.png").stat().st_size > 1000
-    loads = {round(json.loads(p.read_text())["load"], 2) for p in tmp_path.glob("summary-*.json")}
-    assert loads == {0.4, 0.8}
 
 
 def test_impossible_sim_config_is_refused(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from testbed.experiment import pipeline
 from testbed.experiment.fields import SpecError
 from testbed.experiment.pairedsim import study as simstudy  # the paired-sim study
 from testbed.sim.calibration import (
@@ -17,42 +16,7 @@ from testbed.sim.calibration import (
     resolve_calibration,
 )
 from testbed.sweep.errors import RunsFailed
-
-SPEC = """
-kind = "paired-sim"
-[study]
-name = "tiny"
-nodes = 8
-loads = [0.5, 0.9]
-mode = "fluid"
-workload = "lublin"
-calibration = "{cal}"
-
-[[runs]]
-label = "gang"
-policy = "gang"
-profile = "homogeneous"
-
-[[runs]]
-label = "paired"
-policy = "paired-gang"
-profile = "homogeneous"
-
-[[runs]]
-label = "paired-hetero"
-policy = "paired-gang"
-profile = "heterogeneous"
-params = {{ band_rule = "stay" }}
-"""
-
-
-def _cal(tmp_path: Path, interference: float = 0.1, cs: float = 0.01) -> Path:
-    p = tmp_path / "cal.toml"
-    p.write_text(
-        f"[model]\nquantum = 0.2\ninterference = {interference}\ncontext_switch = {cs}\n"
-        "fine_grain_utilization = 0.44\n[measured]\nx = 1\n"
-    )
-    return p
+from tests.support.pairedsim import SPEC, _cal
 
 
 def test_calibration_file_is_read_and_checked(tmp_path: Path) -> None:
@@ -142,20 +106,3 @@ def test_simulate_takes_the_execution_model_from_the_calibration(
     assert main([*base, "--calibration", str(tmp_path / "missing.toml")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cosched calibrate" in err
-
-
-def test_experiment_run_dispatches_a_study_spec(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from testbed.cli import main
-
-    spec_path = tmp_path / "study.toml"
-    spec_path.write_text(SPEC.format(cal=_cal(tmp_path)))
-    out = tmp_path / "out"
-    assert main(["experiment", "run", str(spec_path), "--quick", "--out", str(out)]) == 0
-    assert (out / "report.md").is_file() and (out / "fig11.png").is_file()
-    res = pipeline.read(out / "results.json")
-    assert res.kind == "paired-sim" and res.made.command.endswith("--quick --out " + str(out))
-    capsys.readouterr()
-    assert main(["experiment", "run", str(spec_path), "--mixes", "1"]) == 2
-    assert "--mixes: not for a paired-sim spec" in capsys.readouterr().err

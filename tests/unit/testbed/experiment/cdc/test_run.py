@@ -29,6 +29,7 @@ from testbed.experiment.cdc.stream import (
 from testbed.experiment.fields import SpecError
 from testbed.experiment.paired.spec import ExperimentSpec
 from testbed.experiment.registry import load
+from tests.support.cdc_run import CANNED
 
 
 def load_any(path: Path) -> Any:
@@ -185,46 +186,6 @@ def test_job_times_and_utilization() -> None:
 # ---- the report --------------------------------------------------------------------------
 
 
-def _job(i: int, app: str, wait: float, run: float, state: str = "done") -> dict[str, Any]:
-    return {"index": i, "name": f"{i:03d}-{app}", "app": app, "size": 2, "job_id": i + 1,
-            "state": state, "nodes": ["n0", "n1"], "wait_s": wait, "exec_s": run,
-            "response_s": wait + run, "cpu_s": run, "report": {}}  # fmt: skip
-
-
-def _run(scheme: str, load: str, mpl: int, exec_s: float, conflicts: int) -> dict[str, Any]:
-    cdc = None
-    if scheme != "batch":
-        cdc = {"decisions": 1000, "conflicts": conflicts, "boosts": 1, "md_count": 100,
-               "md_sum_s": conflicts / 1000.0, "md_buckets": [], "md_bounds_s": [],
-               "schemes": {"n0": scheme}}  # fmt: skip
-    return {
-        "scheme": scheme, "load": load, "mpl": mpl,
-        "jobs": [_job(0, "cg", 1.0, exec_s), _job(1, "bt", 3.0, exec_s + 2.0),
-                 _job(2, "ft", 0.0, 0.0, state="killed")],
-        "cdc": cdc, "utilization": 0.5, "local_policy": {"n0": scheme, "n1": scheme},
-        "killed": 1, "wall_seconds": 30.0,
-    }  # fmt: skip
-
-
-CANNED: dict[str, Any] = {
-    "spec": {"name": "canned", "nodes": 2, "loads": ["heavy"], "jobs": 3, "seed": 1,
-             "load_means_s": {"heavy": 5.55}, "load_means_paper_s": {"heavy": 40.75},
-             "size_map": {"4": 2}, "apps": []},
-    "cluster": {"nodes": ["n0", "n1"], "delay_mechanism": "userspace"},
-    "ns_per_iteration": 77.0,
-    "runs": [
-        _run("batch", "heavy", 1, 9.0, 0),
-        _run("sb", "heavy", 5, 10.0, 200),
-        _run("hybrid", "heavy", 5, 8.0, 150),
-        _run("pb", "heavy", 5, 12.0, 300),
-        _run("cc-s", "heavy", 5, 11.0, 250),
-        _run("cc-b", "heavy", 5, 6.0, 100),
-        _run("sb", "heavy", 3, 10.0, 100),
-        _run("cc-b", "heavy", 3, 7.0, 50),
-    ],
-}  # fmt: skip
-
-
 def test_report_renders_the_numbers_of_its_input(tmp_path: Path) -> None:
     result = StreamResult.from_dict(json.loads(json.dumps(CANNED)))
     md = markdown(result)
@@ -253,17 +214,6 @@ def test_report_renders_the_numbers_of_its_input(tmp_path: Path) -> None:
     for name in written:
         assert (tmp_path / name).stat().st_size > 1000
         assert f"![{name}]({name})" in md
-
-
-def test_experiment_report_command_rewrites_a_report(tmp_path: Path, capsys: Any) -> None:
-    from testbed.experiment import results
-
-    made = results.made_now("cosched experiment run experiments/cdc-policies.toml")
-    results.write(tmp_path / "results.json", results.Results("cdc-live", CANNED, made))
-    assert main(["experiment", "report", str(tmp_path / "results.json")]) == 0
-    assert "ours -30.8 %" in capsys.readouterr().out
-    assert "CC-B" in (tmp_path / "report.md").read_text()
-    assert (tmp_path / "claims.png").exists()
 
 
 @pytest.mark.parametrize(

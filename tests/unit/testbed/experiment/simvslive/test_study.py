@@ -17,18 +17,12 @@ from pathlib import Path
 import pytest
 
 from testbed.cli import main as cli
-from testbed.experiment import results as results_mod
 from testbed.experiment.fields import SpecError
 from testbed.experiment.harness import LiveError
 from testbed.experiment.simvslive import report as vr
 from testbed.experiment.simvslive.study import (
-    LiveJob,
-    LiveRun,
     Rates,
-    SimJobTimes,
-    SimRun,
     SimVariant,
-    StreamEntry,
     ValidationResult,
     blend,
     job_argv,
@@ -38,20 +32,15 @@ from testbed.experiment.simvslive.study import (
     next_gcomp,
     plan_jobs,
     rate_sensitivity,
-    read_result,
     run_sim,
     sensitivity_lines,
     simulate_all,
     split_overhead,
-    summarize_rates,
 )
 from testbed.experiment.simvslive.study import read_spec as load_spec
 from testbed.sim.job import SimJob
 from testbed.sim.workloads.load import offered_load
-
-REPO = Path(__file__).resolve().parents[5]
-SPEC = REPO / "experiments" / "sim-vs-live.toml"
-
+from tests.support.simvslive import SPEC, _rates, _result, _run
 
 # ---- the stream --------------------------------------------------------------------------------
 
@@ -107,17 +96,6 @@ def test_the_committed_stream_is_seeded_and_mapped() -> None:
 
 
 # ---- dedicated rates and the plan -------------------------------------------------------------
-
-
-def _rates() -> Rates:
-    samples = {
-        1: [
-            {"iterations": 400.0, "rate": 200.0, "exec_s": 2.30, "cpu": 0.46},
-            {"iterations": 400.0, "rate": 200.0, "exec_s": 2.40, "cpu": 0.48},
-        ],
-        2: [{"iterations": 400.0, "rate": 160.0, "exec_s": 2.80, "cpu": 0.44}],
-    }
-    return Rates(112.0, 17857, summarize_rates(samples))
 
 
 def test_rates_average_the_repeats_and_split_off_the_overhead() -> None:
@@ -236,25 +214,7 @@ def test_missing_spec_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) 
     assert err.startswith("cosched: error: ") and err.count("\n") == 1 and "no such file" in err
 
 
-def _save(res: ValidationResult, path: Path) -> None:
-    made = results_mod.made_now("cosched experiment run experiments/sim-vs-live.toml")
-    results_mod.write(path, results_mod.Results("sim-vs-live", res.to_dict(), made))
-
-
 # ---- the simulated side on hand-made runs ------------------------------------------------------
-
-
-def _run(policy: str, jobs: list[tuple[int, float, float]]) -> LiveRun:
-    """(size, submit, dedicated) per job; live end = submit + dedicated (not used by run_sim)."""
-    return LiveRun(
-        policy,
-        0.5,
-        [
-            LiveJob(k, size, 100, d, sub, job_id=k + 1, state="done", submit_s=sub,
-                    start_s=sub, end_s=sub + d)
-            for k, (size, sub, d) in enumerate(jobs)
-        ],
-    )  # fmt: skip
 
 
 BUILTIN = SimVariant("built-in", "none", None)
@@ -310,29 +270,6 @@ def test_simulate_all_needs_live_runs() -> None:
 
 
 # ---- the comparison ----------------------------------------------------------------------------
-
-
-def _sim(policy: str, live: LiveRun, scale: float, variant: str = "calibrated") -> SimRun:
-    """A simulated run whose every response is ``scale`` times the live one."""
-    jobs = []
-    for j in live.jobs:
-        assert j.submit_s is not None and j.end_s is not None
-        end = j.submit_s + scale * (j.end_s - j.submit_s)
-        jobs.append(SimJobTimes(j.index, j.dedicated_s, j.submit_s, j.submit_s, end))
-    return SimRun(variant, policy, live.load, "x", 0.1, 0.0, {2: 0.45}, jobs, [(0.0, 1)], 0.5)
-
-
-def _result(scales: dict[str, float]) -> ValidationResult:
-    live, sims = [], []
-    for policy, scale in scales.items():
-        run = _run(policy, [(2, 0.0, 2.0), (2, 1.0, 4.0), (1, 10.0, 1.0)])
-        run.rows = [(0.0, 1, 1), (1.0, 2, 2), (5.0, 0, 0), (10.0, 1, 1)]
-        run.matching_success_ratio = 0.4 if policy != "gang" else None
-        live.append(run)
-        sims.append(_sim(policy, run, scale))
-        sims.append(_sim(policy, run, 2.0, "other"))
-    stream = [StreamEntry(k, float(k), 2, 10.0, 2, 2.0) for k in range(3)]
-    return ValidationResult({"spec": {"name": "t"}}, stream, _rates(), live, sims)
 
 
 def test_comparison_table_and_verdict() -> None:
@@ -401,39 +338,6 @@ def test_overhead_is_split_around_the_loop() -> None:
     assert ph.loop == pytest.approx(0.5) and ph.after == pytest.approx(0.1)
     assert ph.before == pytest.approx(((2 - 0.6) + (4 - 0.6) + (1 - 0.6)) / 3)
     assert ph.dedicated_loop == pytest.approx((100 / 160 * 2 + 100 / 200) / 3)
-
-
-def test_result_round_trip_and_report(tmp_path: Path) -> None:
-    res = _result({"gang": 1.1, "paired-gang": 0.9})
-    res.live[0].rates_after = _rates()
-    res.meta.update(started="then", finished="later", spec={"name": "t", "nodes": 2})
-    _save(res, tmp_path / "results.json")
-    back = read_result(tmp_path / "results.json")
-    assert back.to_dict() == res.to_dict()
-    written = vr.plots(back, tmp_path)
-    assert {p.name for p in written} == {"summary.png", "scatter.png", "series.png"}
-    md = vr.markdown(back)
-    assert "| gang | 0.5 | 3 | 2.33 | 2.57 | +10.0% |" in md
-    assert "**met**" in md and "| other | paired-gang |" in md
-
-
-def test_sim_only_reruns_the_simulations_from_saved_live_data(tmp_path: Path) -> None:
-    res = _result({"gang": 1.0, "paired-gang": 1.0})
-    _save(res, tmp_path / "results.json")
-    argv = ["experiment", "run", str(SPEC), "--resimulate", "--out", str(tmp_path)]
-    assert cli(argv) == 0
-    back = read_result(tmp_path / "results.json")
-    spec = load_spec(SPEC)
-    assert vr.variants(back) == [s.label for s in spec.sims]
-    assert len(back.sim) == len(spec.sims) * 2 and "simulated" in back.meta
-    assert all(j.end_s is not None for s in back.sim for j in s.jobs)
-    assert [(s["policy"], s["load"]) for s in back.sensitivity] == [
-        (r.policy, r.load) for r in back.live
-    ]
-    assert (
-        "## The simulated response against the dedicated rate"
-        in (tmp_path / "report.md").read_text()
-    )
 
 
 def test_rate_sensitivity_slower_rates_give_longer_simulated_responses(

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from testbed.sim.cdc import study, studyreport, validate
+from tests.support.cdc_study import REPO, SPEC
 
-REPO = Path(__file__).resolve().parents[5]
-SPEC = REPO / "experiments" / "cdc-paper-scale.toml"
 LIVE = REPO / "docs" / "results" / "cdc-policies" / "results.json"
 
 
@@ -121,29 +120,3 @@ def test_a_live_run_and_its_simulated_twin() -> None:
     bad = dict(live, spec=dict(live["spec"], seed=1))
     with pytest.raises(validate.ValidateError, match="seed/jobs"):
         validate.simulate(bad, spec, "testbed")
-
-
-def test_experiment_run_quick_writes_the_report(tmp_path: Path) -> None:
-    """`cosched experiment run experiments/cdc-paper-scale.toml --quick` (CI's run)."""
-    from testbed.cli import main
-
-    assert main(["experiment", "run", str(SPEC), "--quick", "--out", str(tmp_path)]) == 0
-    env = json.loads((tmp_path / "results.json").read_text())
-    assert env["kind"] == "cdc-sim"
-    doc = env["data"]
-    assert {r["scheme"] for r in doc["rows"]} == {"sb", "cc-b"}
-    assert all(r["jobs"] == 2 and r["seeds"] == [1] for r in doc["rows"])
-    assert "one seed: no verdict" in (tmp_path / "report.md").read_text()
-
-
-def test_the_validation_runs_through_the_framework(tmp_path: Path) -> None:
-    """`cosched experiment run experiments/cdc-sim-vs-live.toml --quick`: one cell."""
-    from testbed.cli import main
-
-    spec = REPO / "experiments" / "cdc-sim-vs-live.toml"
-    assert main(["experiment", "run", str(spec), "--quick", "--out", str(tmp_path)]) == 0
-    env = json.loads((tmp_path / "results.json").read_text())
-    assert env["kind"] == "cdc-sim-vs-live"
-    (cell,) = env["data"]["cells"]
-    assert (cell["scheme"], cell["load"], cell["mpl"]) == ("cc-b", "heavy", 5)
-    assert "| heavy, MPL 5 | cc-b |" in (tmp_path / "report.md").read_text()
