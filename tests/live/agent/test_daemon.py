@@ -1,4 +1,4 @@
-"""The tests of test_agent_daemon.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/agent/test_daemon.py that start processes or sockets."""
 
 from __future__ import annotations
 

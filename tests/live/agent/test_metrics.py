@@ -1,4 +1,4 @@
-"""The tests of test_agent_metrics.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/agent/test_metrics.py that start processes or sockets."""
 
 from __future__ import annotations
 

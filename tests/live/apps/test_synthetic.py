@@ -1,4 +1,4 @@
-"""The tests of test_synthetic_app.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/apps/test_synthetic.py that start processes or sockets."""
 
 from __future__ import annotations
 

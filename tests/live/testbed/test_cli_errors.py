@@ -1,4 +1,4 @@
-"""The tests of test_cli_errors.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/testbed/test_cli_errors.py that start processes or sockets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tests of test_sshd.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/testbed/cluster/test_sshd.py that start processes or sockets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tests of test_app_cli.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/testbed/commands/test_app.py that start processes or sockets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tests of test_sim_fastpaths.py that start processes or sockets (tests/live/)."""
+"""The tests of tests/unit/testbed/sim/test_engine_fastpaths.py that start processes or sockets."""
 
 from __future__ import annotations
 

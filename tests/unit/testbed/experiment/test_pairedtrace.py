@@ -1,6 +1,6 @@
 """The paired-trace study (Figs. 3 and 13): the seeded jitter of the QCRD copies, spec
 errors; and the decomposition's meter on a hand-computed quantum (the quick study end to
-end: test_pairedtrace_live.py)."""
+end: tests/live/testbed/experiment/test_pairedtrace.py)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Both hand every decision point to agent/cdc/node.py (NodeCdc) and the
 scheme code of agent/cdc/schemes.py. Fed the same scripted sequence of views
 -- what the NIC emulation sees, or what the simulated processes look like --
 they must pick the same holder at every step and end with the same counters
-and ERL. The simulator's own views and skipping are tested in test_cdc_sim.py.
+and ERL. The simulator's own views and skipping are tested in test_engine.py.
 """
 
 from __future__ import annotations
