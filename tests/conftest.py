@@ -214,14 +214,16 @@ def _leaves_no_trace(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _module_leaves_no_trace(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The same for a module's shared fixtures (a module-scoped cluster)."""
-    live = tiers.tier_dir(request.node.nodeid) in tiers.LIVE_DIRS
-    if not (IS_ROOT and live):
+    """The same for a module's shared fixtures (a module-scoped cluster); outside the root
+    directories (tests/live) only for its processes, as for a test."""
+    tier = tiers.tier_dir(request.node.nodeid)
+    if not (IS_ROOT and tier in tiers.LIVE_DIRS):
         yield
         return
     from tests.support import host
 
+    keys = None if tier in tiers.ROOT_DIRS else ("processes",)
     before = host.footprint()
     yield
-    left = host.wait_for_footprint(before)
+    left = host.wait_for_footprint(before, keys=keys)
     assert not left, f"{request.path.name}'s shared fixtures left {left}"

@@ -22,7 +22,7 @@ from typing import Any
 
 from testbed.sim.cdc.run import run_cdc
 
-GOLDEN = Path(__file__).resolve().parents[5] / "support" / "data" / "cdc_sim_golden.json"
+GOLDEN = Path(__file__).resolve().parents[4] / "support" / "data" / "cdc_sim_golden.json"
 FLUID = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
 SCHEMES = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 # exact (not fluid) runs cost more: the schemes with distinct paths through the engine
