@@ -94,6 +94,32 @@ def _policy_params(a: argparse.Namespace) -> dict[str, object]:
         raise ConfigError(str(e), fix="see `cosched policies`") from None
 
 
+def cluster_from_state(
+    path: str, agent_port: int
+) -> tuple[list[NodeInfo], list[RelayInfo], dict[str, str], str | None]:
+    """Nodes, relays, the ranks' network variables and the key file a cluster state file
+    (testbed/cluster/state.py) gives; anything wrong in it is one ConfigError naming it."""
+    try:
+        with open(path) as f:
+            state = json.load(f)
+        if not isinstance(state, dict):
+            raise ValueError(f"a JSON object is wanted, not {type(state).__name__}")
+        key_file = state.get("key_file")
+        if key_file is not None and not isinstance(key_file, str):
+            raise ValueError(f"key_file is {type(key_file).__name__}, not a path")
+        nodes = nodes_from_cluster(state, agent_port)
+        relays = relays_from_cluster(state)
+        job_env = net_env(state)
+    # ArithmeticError: JSON's Infinity where an int is wanted (a rate, a port)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise ConfigError(
+            f"cannot use cluster state {path}: {why!s}".replace("\n", " "),
+            fix="bring a cluster up with `cosched cluster up`, or give --agents",
+        ) from None
+    return nodes, relays, job_env, key_file
+
+
 def config_from_args(a: argparse.Namespace) -> DaemonConfig:
     params = _policy_params(a)
     if not a.quantum >= MIN_QUANTUM:
@@ -113,22 +139,12 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
     if a.agents:
         nodes = parse_agents(a.agents, a.capacity or 1.0)
     else:
-        path = a.cluster_state or cluster_state_path()
-        try:
-            with open(path) as f:
-                state = json.load(f)
-            nodes = nodes_from_cluster(state, a.agent_port)
-            relays = relays_from_cluster(state)
-            job_env = net_env(state)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            why = e.strerror if isinstance(e, OSError) and e.strerror else e
-            raise ConfigError(
-                f"cannot use cluster state {path}: {why}",
-                fix="bring a cluster up with `cosched cluster up`, or give --agents",
-            ) from None
+        nodes, relays, job_env, state_key = cluster_from_state(
+            a.cluster_state or cluster_state_path(), a.agent_port
+        )
         if a.capacity:
             nodes = [NodeInfo(n.name, n.address, n.data_ip, a.capacity) for n in nodes]
-        key_file = key_file or state.get("key_file")
+        key_file = key_file or state_key
     if not key_file:
         raise ConfigError("no cluster key", fix="give --key-file")
     key = read_key(key_file, daemon_owners())

@@ -445,6 +445,97 @@ def inventory_target(text: str) -> str:
     return "accepted"
 
 
+# ---- cluster state (testbed/cluster/state.py's file, as the controller reads it) ----------
+
+_STATE: dict[str, Any] = {
+    "status": "up",
+    "version": 1,
+    "nodes": [
+        {"name": "n0", "ctl_ip": "10.212.0.1", "data_ip": "10.213.0.1", "agent_port": 7070},
+        {"name": "n1", "ctl_ip": "10.212.0.2", "data_ip": "10.213.0.2"},
+    ],
+    "addresses": {"host_ctl_ip": "10.212.0.254"},
+    "cpu": {"mechanism": "cfs", "per_node": [{"quota_us": 50000, "period_us": 100000}, {}]},
+    "profile": {"delay_us": 100.0, "jitter_us": 10.0, "loss_pct": 0.0, "rate_bps": 10**9},
+    "delay_mechanism": "userspace",
+    "emulated": {"relays": [{"name": "r0", "ctl_ip": "127.0.0.1", "port": 7100,
+                             "nodes": ["n0", "n1"]}]},
+    "key_file": "/run/cosched/cluster.key",
+    "agents": [{"node": "n0", "pid": 1, "start_time": 0.0, "cmd": ["x"], "log": "/l"}],
+}  # fmt: skip
+# Where a field sits in the file: top level, a node, the cpu table, the link profile, a relay.
+_STATE_FIELDS = (
+    [(k,) for k in sorted(_STATE)]
+    + [("nodes", 0, k) for k in sorted(_STATE["nodes"][0])]
+    + [("cpu", k) for k in sorted(_STATE["cpu"])]
+    + [("cpu", "per_node", 0, k) for k in ("quota_us", "period_us", "cpus")]
+    + [("profile", k) for k in sorted(_STATE["profile"])]
+    + [("emulated", "relays", 0, k) for k in sorted(_STATE["emulated"]["relays"][0])]
+    + [("agents", 0, k) for k in sorted(_STATE["agents"][0])]
+)
+_ODD_NUMBERS = [float("inf"), float("-inf"), float("nan"), -1, 0, 10**30, 1e-300]
+# The numbers the readers convert (ports, CPU quota and period, the link profile).
+_NUMBER_FIELDS = [
+    ("nodes", 0, "agent_port"),
+    ("cpu", "per_node", 0, "quota_us"),
+    ("cpu", "per_node", 0, "period_us"),
+    *[("profile", k) for k in sorted(_STATE["profile"])],
+    ("emulated", "relays", 0, "port"),
+]
+
+
+def _set(where: tuple[Any, ...], value: Any) -> bytes:
+    out = json.loads(json.dumps(_STATE))
+    node = out
+    for step in where[:-1]:
+        node = node[step]
+    node[where[-1]] = value
+    return json.dumps(out).encode()  # Infinity and NaN as Python's json writes them
+
+
+def cluster_states() -> st.SearchStrategy[bytes]:
+    """A real state file; with one field (top level, a node's, the cpu table's, the link
+    profile's, a relay's, an agent's) replaced by any JSON value or an odd number;
+    a number the readers convert set to an odd one; a byte flipped; cut; noise."""
+    good = json.dumps(_STATE).encode()
+    edited = st.builds(
+        _set, st.sampled_from(_STATE_FIELDS), json_value | st.sampled_from(_ODD_NUMBERS)
+    )
+    numbers = st.builds(_set, st.sampled_from(_NUMBER_FIELDS), st.sampled_from(_ODD_NUMBERS))
+    flipped = st.tuples(st.integers(0, len(good) - 1), st.integers(0, 255)).map(
+        lambda t: good[: t[0]] + bytes([t[1]]) + good[t[0] + 1 :]
+    )
+    return st.one_of(
+        st.just(good), edited, numbers, flipped,
+        st.integers(0, len(good)).map(lambda n: good[:n]), st.binary(max_size=200),
+    )  # fmt: skip
+
+
+def cluster_state_target(data: bytes) -> str:
+    """`cosched controller start` reads the file (controller/__main__.py): nodes, relays,
+    network variables and key file, or one line naming the file; `cosched cluster`'s own
+    reader (testbed/cluster/state.py load) takes it or treats it as absent, never raises."""
+    from controller.__main__ import ConfigError, cluster_from_state
+    from testbed.cluster import state
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(state.state_path(d))
+        path.write_bytes(data)
+        st_ = state.load(d)
+        assert st_ is None or isinstance(st_, state.ClusterState)
+        try:
+            nodes, relays, env, key_file = cluster_from_state(str(path), 7070)
+        except ConfigError as e:
+            line = str(e)
+            assert line.startswith(f"cannot use cluster state {path}: ") and "\n" not in line, e
+            return "rejected"
+    assert nodes and all(isinstance(n.address[1], int) for n in nodes), nodes
+    assert all(isinstance(r.address[1], int) for r in relays), relays
+    assert all(isinstance(v, str) for v in env.values()), env
+    assert key_file is None or isinstance(key_file, str)
+    return "accepted"
+
+
 TARGETS = [
     Target("wire decoder", _frames(), wire_target),
     Target("controller API", api_request(), api_target),
@@ -458,4 +549,5 @@ TARGETS = [
     # issue 29
     Target("checkpoint files", checkpoint_files(), checkpoint_target),
     Target("inventory YAML", inventory_yaml(), inventory_target),
+    Target("cluster state", cluster_states(), cluster_state_target),
 ]
