@@ -155,13 +155,31 @@ def test_up_no_agents_then_down_leaves_nothing(root_cluster_env: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("link", ["fast-ethernet", "custom:rate=200mbit"])
-def test_shaped_throughput_within_10_percent(root_cluster_env: Path, link: str) -> None:
+def test_shaped_throughput_is_the_rate_or_what_the_host_carries(
+    root_cluster_env: Path, link: str
+) -> None:
     assert cli.main(["cluster", "up", "--nodes", "2", "--no-agents", "--link", link]) == 0
     rate_mbit = parse_profile(link).rate_bps / 1e6
-    got = measure_tcp_mbit("cosched-n0", "cosched-n1", "10.211.0.2")
-    print(f"{link}: configured {rate_mbit:g} Mbit/s, measured TCP goodput {got:.1f} Mbit/s")
-    # TCP/IP/Ethernet headers take ~4.4% of a 1514-byte frame, so goodput sits just under.
-    assert abs(got - rate_mbit) / rate_mbit <= 0.10
+    # The reference, measured alongside (ABAB): what the host carries right now between
+    # the same two namespaces over the control network, the same veth-bridge-veth path
+    # without HTB. A loaded host lowers both; the shaped rate may only fall with it.
+    shaped, free = [], []
+    for _ in range(2):
+        shaped.append(measure_tcp_mbit("cosched-n0", "cosched-n1", "10.211.0.2"))
+        free.append(measure_tcp_mbit("cosched-n0", "cosched-n1", "10.212.0.2"))
+    got, can = max(shaped), max(free)
+    spread = (can - min(free)) / can  # the reference's own run-to-run noise here
+    want = min(rate_mbit, can)
+    print(
+        f"{link}: configured {rate_mbit:g} Mbit/s; TCP goodput shaped "
+        f"{', '.join(f'{x:.1f}' for x in shaped)}, unshaped {', '.join(f'{x:.1f}' for x in free)}"
+    )
+    # The shaper caps it: a loaded host only lowers goodput, so this bound is absolute
+    # (TCP/IP/Ethernet headers take ~4.4% of a 1514-byte frame: goodput sits just under).
+    assert got <= rate_mbit * 1.10
+    # And delivers it, as far as the host can carry TCP at this moment: within 10 % of
+    # the rate or of the unshaped reference, widened by the reference's own spread.
+    assert got >= want * (1 - 0.10 - spread), (got, want, spread)
     assert cli.main(["cluster", "down"]) == 0
 
 
