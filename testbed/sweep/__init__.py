@@ -245,7 +245,7 @@ def _executor(options: SweepOptions, runs: int, modules: list[str]) -> Executor:
     if options.dask is not None:
         from testbed.sweep.daskpool import DaskPool
 
-        pool = DaskPool(options.dask, options.connect_timeout)
+        pool = DaskPool(options.dask, options.connect_timeout, options.attempts)
         pool.open(modules)
         return pool
     workers = options.workers or os.cpu_count() or 1

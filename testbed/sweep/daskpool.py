@@ -3,7 +3,10 @@
 The coordinator connects as a client, checks before any run that every worker can
 import this code and runs the same version of it (the fingerprint of the run
 functions' sources), then submits one task per run and takes the outcomes as they
-end. A worker that dies has its tasks moved to other workers by the scheduler;
+end. A worker runs each run in a child process of its own (``child.py``: the run then
+shares no GIL with the worker's event loop); a run that kills its child is run again in
+a new one, and after ``attempts`` deaths recorded as failed with the signal. A worker
+that dies has its tasks moved to other workers by the scheduler;
 a run whose workers died ``distributed.scheduler.allowed-failures`` + 1 times is
 recorded as failed. Workers need the repository importable (the same commit, e.g.
 on a shared file system) and, for pure-Python runs, one thread each
@@ -16,10 +19,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from testbed.sweep.child import run_in_child
 from testbed.sweep.errors import SchedulerError, SweepUsageError
 from testbed.sweep.fingerprint import fingerprint
 from testbed.sweep.local import DIED
-from testbed.sweep.worker import Outcome, execute
+from testbed.sweep.worker import Outcome
 
 if TYPE_CHECKING:
     from testbed.sweep import RunSpec
@@ -95,9 +99,10 @@ def _fingerprints(modules: list[str]) -> dict[str, str]:
 
 
 class DaskPool:
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    def __init__(self, address: str, timeout: float = 10.0, attempts: int = 3) -> None:
         self.address = check_address(address)
         self.timeout = timeout
+        self.attempts = attempts
         self.client: Any = None
         self.line = ""  # what open() found: workers, threads, the dashboard
 
@@ -174,7 +179,7 @@ class DaskPool:
         tag = uuid.uuid4().hex[:8]
         futures = {
             self.client.submit(
-                execute, spec, key=f"{spec.study}-{spec.key}-{tag}", pure=False
+                run_in_child, spec, self.attempts, key=f"{spec.study}-{spec.key}-{tag}", pure=False
             ): spec
             for spec in todo
         }

@@ -69,17 +69,46 @@ def test_a_dask_cluster_gives_the_local_pools_results_and_shows_its_dashboard(
     assert json.dumps(second.results) == json.dumps(local.results)
 
 
-def test_a_run_whose_worker_dies_runs_elsewhere_and_a_killer_fails_alone(
+def workers(cluster: Any) -> set[str]:
+    with distributed.Client(cluster) as client:
+        return set(client.scheduler_info()["workers"])
+
+
+def test_on_dask_a_run_that_raises_or_kills_its_process_is_charged_and_the_workers_live(
+    own_cluster: Any, tmp_path: Path
+) -> None:
+    """Each run runs in a child process of its Dask worker (testbed/sweep/child.py): a
+    run that kills its child runs again in a new one and fails after three deaths, with
+    the signal; its worker lives on, and so do the other runs."""
+    cluster = own_cluster
+    before = workers(cluster)
+    todo = [RunSpec("sq", {"x": x, "sleep": 0.05}, 3, square) for x in range(6)]
+    todo.append(RunSpec("sq", {"x": 50, "die": str(tmp_path / "once"), "deaths": 1}, 3, square))
+    todo.append(RunSpec("sq", {"x": 51, "die": "always"}, 3, square))
+    todo.append(RunSpec("sq", {"x": 52, "fail": True}, 3, square))
+    out = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, progress=False))
+    assert out.results[6] is not None and out.results[6]["y"] == 2503
+    assert (tmp_path / "once").read_text() == "2"
+    assert [f.spec.params["x"] for f in out.failed] == [51, 52]
+    assert out.failed[0].error == (
+        "WorkerDied: the worker process running it died "
+        "(killed by SIGKILL; 3 times, each in a new process)"
+    )
+    assert out.failed[1].error == "ValueError: asked to fail (x=52)"
+    assert "Traceback" in out.failed[1].detail
+    assert all(r is not None for r in out.results[:6])
+    assert workers(cluster) == before  # no Dask worker died
+
+
+def test_a_run_whose_dask_worker_dies_runs_again_on_a_worker(
     own_cluster: Any, tmp_path: Path
 ) -> None:
     cluster = own_cluster
     todo = [RunSpec("sq", {"x": x, "sleep": 0.05}, 3, square) for x in range(6)]
-    todo.append(RunSpec("sq", {"x": 50, "die": str(tmp_path / "once"), "deaths": 1}, 3, square))
-    todo.append(RunSpec("sq", {"x": 51, "die": "always"}, 3, square))
+    todo.append(RunSpec("sq", {"x": 60, "kill_parent": str(tmp_path / "k")}, 3, square))
     out = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, progress=False))
-    assert out.results[6] is not None and out.results[6]["y"] == 2503
-    assert [f.spec.params["x"] for f in out.failed] == [51]
-    assert out.failed[0].error.startswith("WorkerDied")
+    assert out.ok() and out.results[6] is not None and out.results[6]["y"] == 3603
+    assert (tmp_path / "k").read_text() == "2"  # its worker died once, then it ran
     assert all(r is not None for r in out.results[:6])
 
 

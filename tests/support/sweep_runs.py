@@ -2,7 +2,8 @@
 
 ``params`` may ask a run to fail (raise), to kill its worker (``die``: SIGKILL
 itself, or only on its first attempts, counted in a file), to kill another
-worker of its pool once (``kill_sibling``), to take time
+worker of its pool once (``kill_sibling``), to kill its parent once (``kill_parent``, a
+counter file: under Dask the worker whose child runs it), to take time
 (``sleep``) or to leave a line in a log file per execution (``log``), so a test
 can count which runs a sweep executed.
 """
@@ -34,6 +35,9 @@ def square(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
         raise ValueError(f"asked to fail (x={params['x']})")
     if params.get("kill_sibling") and _count(Path(params["kill_sibling"])) == 1:
         _kill_a_sibling()
+    if params.get("kill_parent") and _count(Path(params["kill_parent"])) == 1:
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(5)  # the child exits with its parent (testbed/sweep/worker.py's watch)
     die = params.get("die")
     if die == "always" or (die and _count(Path(die)) <= int(params.get("deaths", 1))):
         os.kill(os.getpid(), signal.SIGKILL)
