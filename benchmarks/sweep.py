@@ -4,15 +4,22 @@
   ``--runs`` DHC fluid runs (Feitelson & Rudolph 1996's simulation, about a
   second each). Target >= 1.8x on a 2-core machine.
 * A Dask LocalCluster of 2 one-thread worker processes against the local pool of
-  2 on the same sweep. Target: within 10 %. The cluster is started once, before
-  the measurements (its start-up is printed apart).
+  2 on the same sweep. Target: within 10 %. The cluster is up only for Dask's sweeps
+  (a pool user runs no Dask cluster; its idle CPU would slow the pool) and for one
+  more sweep of the pool, which shows what an idle cluster costs the pool (the way
+  this benchmark compared before 2026-11-27). The cluster's start-up is untimed and
+  printed apart; after it each worker starts its run child (testbed/sweep/child.py)
+  with one short run, as the pool's fork server is warmed by two runs before any
+  timing. Each timed sweep is one call of ``run_sweep`` whatever the executor: the
+  pool's includes forking its workers, Dask's connecting a client and checking the
+  workers' code; what a two-run sweep costs each is printed (``start-up and close``).
 * Executor overhead per run: a sweep of ``--trivial`` runs that do nothing,
   wall time per run, for each executor, with and without a result store.
   Target < 50 ms.
 
 The host is shared: every repetition measures the executors side by side in
-an interleaved order (1, pool, Dask, then again), and each ratio is taken
-within one repetition; printed are the median and the range over
+an interleaved order (1, pool, pool beside an idle cluster, Dask, then
+backwards), and each ratio is taken within one repetition; printed are the median and the range over
 ``--repeats`` repetitions, with the load average before and after. Each
 repetition also measures what two processes get from the host at that moment:
 the same pure-Python loop run twice one after the other and twice at once
@@ -90,6 +97,40 @@ def spread(xs: list[float], fmt: str) -> str:
     )
 
 
+def warm(spec: RunSpec) -> None:
+    """On a Dask worker: start its run child and import the run modules in it."""
+    from testbed.sweep.child import run_in_child
+
+    run_in_child(spec)
+
+
+class Cluster:
+    """A Dask LocalCluster of 2 one-thread workers, up only for the legs that want it."""
+
+    def __init__(self, warmup: RunSpec) -> None:
+        self.lc: Any = None
+        self.warmup = warmup
+        self.started: list[float] = []
+
+    def up(self) -> str:
+        import distributed
+
+        if self.lc is None:
+            t0 = time.perf_counter()
+            self.lc = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+            )
+            self.started.append(time.perf_counter() - t0)
+            with distributed.Client(self.lc, set_as_default=False) as client:
+                client.run(warm, self.warmup)  # each worker's child, as the pool's fork server
+        return str(self.lc.scheduler_address)
+
+    def down(self) -> None:
+        if self.lc is not None:
+            self.lc.close()
+            self.lc = None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=24, help="DHC runs per sweep (>= 20)")
@@ -98,35 +139,50 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trivial", type=int, default=200, help="do-nothing runs for overhead")
     args = ap.parse_args()
-    import distributed
 
     print(f"host: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
-    t0 = time.perf_counter()
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    print(f"Dask LocalCluster (2 workers x 1 thread) started in {time.perf_counter() - t0:.1f} s")
     work = dhc_runs(args.runs, args.gangs)
     print(f"sweep: {len(work)} DHC fluid runs of {args.gangs} gangs (32 PEs)")
+    cluster = Cluster(dhc_runs(1, 100)[0])
     one: list[float] = []
     pool: list[float] = []
+    pool_idle: list[float] = []
     dask: list[float] = []
     cap: list[float] = []
     try:
         timed(work[:2], workers=2)  # the fork server up, modules read from disk
+        once = [RunSpec("bench", {"i": -i}, 0, nothing) for i in (1, 2)]  # one would run here
+        ups = {"2 local workers": [timed(once, workers=2) for _ in range(3)]}
+        ups["Dask 2 workers"] = [timed(once, dask=cluster.up()) for _ in range(3)]
+        print("start-up and close (a sweep of two runs that do nothing): "
+              + "; ".join(f"{k} {spread([1000 * x for x in v], '{:.0f} ms')}"
+                          for k, v in ups.items()))  # fmt: skip
+        cluster.down()
+        # (name, sweep options, the Dask cluster up during it)
+        legs = [("1", {"workers": 1}, False), ("pool", {"workers": 2}, False),
+                ("pool, idle cluster", {"workers": 2}, True), ("dask", {}, True)]  # fmt: skip
         for rep in range(args.repeats):
-            order = [("1", {"workers": 1}), ("pool", {"workers": 2}),
-                     ("dask", {"dask": cluster.scheduler_address})]  # fmt: skip
-            if rep % 2:
-                order.reverse()  # ABC CBA: drift in the host's load falls on all alike
+            order = legs if rep % 2 == 0 else legs[::-1]  # ABC CBA: load drift falls alike
             cap.append(capacity(args.spin))
-            got = {name: timed(work, **kw) for name, kw in order}
+            got = {}
+            for name, kw, up in order:
+                if up:
+                    addr = cluster.up()
+                    kw = {"dask": addr} if name == "dask" else kw
+                else:
+                    cluster.down()
+                got[name] = timed(work, **kw)
             one.append(got["1"])
             pool.append(got["pool"])
+            pool_idle.append(got["pool, idle cluster"])
             dask.append(got["dask"])
             print(f"  repetition {rep + 1}: 1 process {got['1']:.1f} s, 2 local workers "
-                  f"{got['pool']:.1f} s, Dask 2 workers {got['dask']:.1f} s; host 2-process "
-                  f"capacity {cap[-1]:.2f}x, load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+                  f"{got['pool']:.1f} s (with an idle Dask cluster up "
+                  f"{got['pool, idle cluster']:.1f} s), Dask 2 workers {got['dask']:.1f} s; "
+                  f"host 2-process capacity {cap[-1]:.2f}x, load average "
+                  f"{os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(f"Dask LocalCluster (2 workers x 1 thread, started {len(cluster.started)} times, "
+              f"untimed): start-up {spread(cluster.started, '{:.1f} s')}")  # fmt: skip
         speedup = [a / b for a, b in zip(one, pool, strict=True)]
         vs_pool = [c / b - 1 for c, b in zip(dask, pool, strict=True)]
         ok1 = statistics.median(speedup) >= SPEEDUP_TARGET
@@ -139,12 +195,19 @@ def main() -> int:
         pct = [100 * v for v in vs_pool]
         print(f"Dask (2 workers) vs local pool (2): {spread(pct, '{:+.1f} %')}; target within "
               f"{DASK_TARGET:.0%}: {'met' if ok2 else 'NOT met'}")  # fmt: skip
+        idle = [100 * (c / b - 1) for c, b in zip(pool_idle, pool, strict=True)]
+        vs_idle = [100 * (c / b - 1) for c, b in zip(dask, pool_idle, strict=True)]
+        print(f"  the pool with an idle Dask cluster up vs without: {spread(idle, '{:+.1f} %')}; "
+              f"Dask vs that pool (how this benchmark compared before): "
+              f"{spread(vs_idle, '{:+.1f} %')}")  # fmt: skip
 
         trivial = [RunSpec("bench", {"i": i}, 0, nothing) for i in range(args.trivial)]
         print(f"executor overhead: {args.trivial} runs that do nothing, wall time per run")
         with tempfile.TemporaryDirectory() as tmp:
             for name, kw in (("this process", {"workers": 1}), ("2 local workers", {"workers": 2}),
-                             ("Dask 2 workers", {"dask": cluster.scheduler_address})):  # fmt: skip
+                             ("Dask 2 workers", {"dask": "up"})):  # fmt: skip
+                if "dask" in kw:  # the pool's and this process's legs with no cluster up
+                    kw = {"dask": cluster.up()}
                 plain, stored = [], []
                 for rep in range(args.repeats):
                     plain.append(timed(trivial, **kw) / len(trivial))
@@ -156,7 +219,7 @@ def main() -> int:
                       f"target < {OVERHEAD_TARGET * 1000:.0f} ms: "
                       f"{'met' if worst < OVERHEAD_TARGET else 'NOT met'}")  # fmt: skip
     finally:
-        cluster.close()
+        cluster.down()
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

@@ -25,9 +25,13 @@ CPU time and context switches are robust to other work on the host, wall time
 is not. Variants of the same Dask cluster, changed between its sweeps:
 ``--saturation X`` sets the scheduler's ``worker-saturation`` (Dask's default,
 1.1, sends ceil(1.1 x 1) = 2 runs at a time to a one-thread worker);
-``--no-profiler`` stops the workers' sampling profiler (every 10 ms).
+``--no-profiler`` stops the workers' sampling profiler (every 10 ms);
+``--in-thread`` also runs each run in the Dask worker's own task thread, as before
+testbed/sweep/child.py (the coordinator submits ``worker.execute`` instead of
+``child.run_in_child``): the run then shares its GIL with the worker's event loop.
 
     python benchmarks/sweep_dask.py --runs 24 --repeats 3 [--saturation 1.0] [--no-profiler]
+        [--in-thread]
 """
 
 from __future__ import annotations
@@ -55,7 +59,13 @@ import psutil  # noqa: E402
 from sweep import dhc_runs, spread  # noqa: E402
 
 from testbed.experiment.dhc import study as dhcstudy  # noqa: E402
-from testbed.sweep import RunSpec, SweepOptions, run_sweep  # noqa: E402
+from testbed.sweep import RunSpec, SweepOptions, child, daskpool, run_sweep  # noqa: E402
+from testbed.sweep.worker import Outcome, execute  # noqa: E402
+
+
+def in_thread(spec: RunSpec, attempts: int) -> Outcome:
+    """The Dask task before child.py: the run in the worker's task thread."""
+    return execute(spec)
 
 
 def switches() -> tuple[int, int]:
@@ -118,6 +128,8 @@ def roles(kids: Mapping[int, psutil.Process]) -> dict[int, str]:
             continue
         if "forkserver" in cmd:
             out[pid] = "fork server"
+        elif "testbed.sweep.child" in cmd:
+            out[pid] = "dask run child"
         elif "spawn_main" in cmd:
             out[pid] = "dask worker"
         else:
@@ -223,6 +235,8 @@ def main() -> int:
     )
     ap.add_argument("--no-profiler", action="store_true",
                     help="also Dask with its workers' sampling profiler stopped")  # fmt: skip
+    ap.add_argument("--in-thread", action="store_true",
+                    help="also Dask with each run in the worker's thread")  # fmt: skip
     args = ap.parse_args()
     import distributed
 
@@ -238,32 +252,37 @@ def main() -> int:
     work = [RunSpec(s.study, s.params, s.seed, traced, s.version) for s in base]
     print(f"sweep: {len(work)} DHC fluid runs of {args.gangs} gangs (32 PEs), each traced")
     dask = {"dask": cluster.scheduler_address}
-    # (name, sweep options, the scheduler's worker-saturation, the workers' profiler on)
-    execs: list[tuple[str, dict[str, Any], float, bool]] = [
-        ("pool", {"workers": 2}, sat0, True),
-        (f"dask (saturation {sat0:g})", dask, sat0, True),
+    # (name, sweep options, the scheduler's worker-saturation, the workers' profiler on,
+    # the run in a child process of the worker)
+    execs: list[tuple[str, dict[str, Any], float, bool, bool]] = [
+        ("pool", {"workers": 2}, sat0, True, True),
+        (f"dask (saturation {sat0:g}, run in a child)", dask, sat0, True, True),
     ]
+    if args.in_thread:
+        execs.append((f"dask (saturation {sat0:g}, run in the worker's thread)", dask, sat0, True,
+                      False))  # fmt: skip
     if args.saturation is not None:
-        execs.append((f"dask (saturation {args.saturation:g})", dask, args.saturation, True))
+        execs.append((f"dask (saturation {args.saturation:g})", dask, args.saturation, True, True))
     if args.no_profiler:
-        execs.append((f"dask (saturation {sat0:g}, no profiler)", dask, sat0, False))
+        execs.append((f"dask (saturation {sat0:g}, no profiler)", dask, sat0, False, True))
     got: dict[str, list[dict[str, Any]]] = defaultdict(list)
 
-    def measure(kw: dict[str, Any], sat: float, prof: bool, todo: list[RunSpec]) -> Any:
+    def measure(kw: dict[str, Any], sat: float, prof: bool, kid: bool, todo: list[RunSpec]) -> Any:
         sched.WORKER_SATURATION = sat
         admin.run(profiler, on=prof)
+        daskpool.run_in_child = child.run_in_child if kid else in_thread  # type: ignore[attr-defined]
         return sweep(todo, kw, me)
 
     first = admin.run(import_cost, dhcstudy.__name__)
     print(f"first-task imports ({dhcstudy.__name__}) in each fresh Dask worker: "
           + ", ".join(f"{v:.3f} s CPU" for v in first.values()))  # fmt: skip
     try:
-        for _, kw, sat, prof in execs:  # warm: the fork server, the Dask workers' imports
-            measure(kw, sat, prof, work[:2])
+        for _, kw, sat, prof, kid in execs:  # warm: the fork server, the workers' children
+            measure(kw, sat, prof, kid, work[:2])
         for rep in range(args.repeats):
             print(f"  repetition {rep + 1}:")
-            for name, kw, sat, prof in execs if rep % 2 == 0 else execs[::-1]:
-                m = measure(kw, sat, prof, work)
+            for name, kw, sat, prof, kid in execs if rep % 2 == 0 else execs[::-1]:
+                m = measure(kw, sat, prof, kid, work)
                 got[name].append(m)
                 print(line(name, m), flush=True)
     finally:
@@ -283,13 +302,13 @@ def main() -> int:
         ms = got[name]
         if name == "pool":
             own = [share(m, "pool worker", "fork server", "coordinator main thread") for m in ms]
-            idle_cluster = [share(m, "dask worker", "coordinator other threads", runs=False)
-                            for m in ms]  # fmt: skip
+            idle_cluster = [share(m, "dask worker", "dask run child", "coordinator other threads",
+                                  runs=False) for m in ms]  # fmt: skip
             extra = (f"; the idle Dask cluster meanwhile (workers, scheduler, nannies) "
                      f"{spread(idle_cluster, '{:.1f} %')} of a core")  # fmt: skip
         else:
-            own = [share(m, "dask worker", "coordinator main thread", "coordinator other threads")
-                   for m in ms]  # fmt: skip
+            own = [share(m, "dask worker", "dask run child", "coordinator main thread",
+                         "coordinator other threads") for m in ms]  # fmt: skip
             extra = " (the workers' event loops, the scheduler, the nannies, the client)"
         print(
             f"  {name}: the executor's CPU beyond the runs' own "
