@@ -36,8 +36,9 @@ def cluster() -> Iterator[Any]:
 
 @pytest.fixture
 def own_cluster() -> Iterator[Any]:
-    """A cluster for one test: its nannies restart the workers it kills, and the
-    footprint check after each test wants those new processes gone with it."""
+    """A cluster for one test: its nannies restart the workers it kills, its workers
+    keep their run children (testbed/sweep/child.py), and the footprint check after
+    each test wants those processes gone with it."""
     with local_cluster() as lc:
         yield lc
 
@@ -50,8 +51,9 @@ def dhc_specs() -> list[RunSpec]:
 
 
 def test_a_dask_cluster_gives_the_local_pools_results_and_shows_its_dashboard(
-    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    own_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    cluster = own_cluster  # its workers keep their run children until the cluster closes
     todo = dhc_specs()
     local = run_sweep(todo, SweepOptions(workers=2, progress=False))
     on_dask = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, desc="dhc runs"))
