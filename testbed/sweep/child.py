@@ -68,7 +68,9 @@ class Child:
         to_us, from_child = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", BOOT, str(to_child), str(from_child)],
+                # -I: nothing imported from the working directory or PYTHON* variables
+                # before the worker's own path is in place
+                [sys.executable, "-I", "-c", BOOT, str(to_child), str(from_child)],
                 stdin=subprocess.DEVNULL,
                 pass_fds=(to_child, from_child),
             )
