@@ -14,7 +14,7 @@ import pytest
 
 from testbed.sweep import RunSpec, child
 from testbed.sweep.worker import execute
-from tests.unit.sweep_runs import square
+from tests.support.sweep_runs import square
 
 
 @pytest.fixture(autouse=True)
