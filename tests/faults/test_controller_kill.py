@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.faults import BURN, CYCLES, FAILSAFE_S, QUANTUM
+from tests.support.faults import BURN, BURN_SHORT, CYCLES, FAILSAFE_S, QUANTUM
 from tests.support.live import Live
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
@@ -105,11 +105,14 @@ def test_controller_upgrade_with_ten_jobs_running(live: Live) -> None:
     process from the checkpoint; all ten jobs carry on and end done."""
     _start(live)
     ids = [
-        live.req("submit", spec={"size": 1 + k % 2, "argv": BURN, "name": f"u{k}"})["job_id"]
+        live.req("submit", spec={"size": 1 + k % 2, "argv": BURN_SHORT, "name": f"u{k}"})["job_id"]
         for k in range(10)
     ]
     time.sleep(1.0)
     before = {r["job_id"]: r for r in live.req("jobs", all=True)}
+    # the upgrade happens mid-run: 15 s of node time asked, 2 given so far at most
+    unended = [j for j in ids if before[j]["state"] not in ("done", "failed", "killed")]
+    assert len(unended) >= 5, before
     assert live.req("shutdown")["path"]
     assert live.wait_exit() == 0
     _start(live, "--restore")  # the "new version": a fresh process from the checkpoint

@@ -17,3 +17,8 @@ FAILSAFE_S = 2.0  # the local cluster's agents (agent --failsafe-timeout default
 
 # ~3 s of CPU each: they finish only if they are really scheduled
 BURN = [sys.executable, "-c", "x = 0\nfor i in range(36_000_000): x += i"]
+
+
+# ~1 s of CPU: for a test whose claim is about jobs carried across a restart, not about
+# work lasting through several fault cycles (ten of these still need 15 s of node time)
+BURN_SHORT = [sys.executable, "-c", "x = 0\nfor i in range(12_000_000): x += i"]
