@@ -96,7 +96,28 @@ class Live:
         ]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
-        self.client().request("status")  # retries until it serves
+        self._wait_serving()
+
+    def _wait_serving(self, limit: float = 20.0) -> None:
+        """Until the controller answers ``status``, ``limit`` seconds at most; at once
+        when its process has exited (a refused start is known then, not 20 s later)."""
+        from controller.client import ControllerError, ControllerUnavailable
+
+        assert self.proc is not None
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                with self.client(retry=0.5) as c:
+                    c.request("status")
+                return
+            except ControllerUnavailable:
+                rc = self.proc.poll()
+                if rc is not None:
+                    raise ControllerError(
+                        f"the controller exited ({rc}) before it served: {self.log_text()[-1000:]}"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise
 
     def client(self, retry: float = 20.0) -> Any:
         from controller.client import ControllerClient
