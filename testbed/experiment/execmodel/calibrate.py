@@ -120,6 +120,7 @@ class CalibrationConfig:
     wait: str | None = "block"
     quiet_limit: float = 0.15  # cores busy outside the cluster before a run may start
     quiet_timeout: float = 120.0
+    quiet_window: float = 2.0  # s the host's load is read over before each run
     quiet_retries: int = 3  # runs again a run during which > quiet_limit was busy outside
     spec_path: str = ""
     sizes: tuple[int, ...] = (2, 4, 8)  # program costs by gang size (); () = none
@@ -529,7 +530,11 @@ def run_calibration(
             while True:
                 attempts += 1
                 quiet = hostload.wait_quiet(
-                    cfg.quiet_limit, 2.0, cfg.quiet_timeout, cluster_cpu=reader, say=say
+                    cfg.quiet_limit,
+                    cfg.quiet_window,
+                    cfg.quiet_timeout,
+                    cluster_cpu=reader,
+                    say=say,
                 )
                 before = hostload.sample(reader)
                 began = time.monotonic()
