@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # by tests/conftest.py), on every core.
 FAST := -q -m fast -n auto tests/unit tests/property tests/fuzz
 
-.PHONY: run check test test-fast test-live test-v2only lint clean-venv
+.PHONY: run check test test-fast test-live test-v2only durations lint clean-venv
 
 $(STAMP): pyproject.toml
 	bash scripts/bootstrap.sh $(VENV)
@@ -36,6 +36,11 @@ test: $(STAMP)
 # given back its v1 hierarchies (root; hold /work/host.lock or the like around it).
 test-v2only: $(STAMP)
 	bash scripts/test.sh $(VENV) --v2only-stage
+
+# Where the live and root tiers' time goes (tests/support/tiers.py's SLOW list is
+# set from it): every test but the fast tier, the 40 longest phases printed.
+durations: $(STAMP)
+	$(VENV)/bin/pytest -q --timeout=600 --durations=40 -m "not fast" tests
 
 lint: $(STAMP)
 	bash scripts/test.sh $(VENV) --lint-only
