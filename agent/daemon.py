@@ -151,6 +151,7 @@ class Agent:
         self.api = AgentAPI(self)
         self.server = AgentServer(self.sel, config.key, config.node, self.api.dispatch, self._heard)
         self.iodev: IoDevice | None = None
+        self.realtime = False  # SCHED_FIFO granted (start()); orders a time-triggered switch
 
     # ---- lifecycle --------------------------------------------------------
     def start(self) -> None:
@@ -190,7 +191,11 @@ class Agent:
         self._go_realtime()
 
     def _go_realtime(self) -> None:
-        set_realtime(self.cfg.fifo_priority, "thaws may complete late under load")
+        self.realtime = set_realtime(
+            self.cfg.fifo_priority,
+            "thaws may complete late under load, and a time-triggered switch writes its"
+            " freezes before its thaws",
+        )
 
     def run(self) -> None:
         """start + loop + shutdown, with SIGCHLD waking the loop (main thread only)."""
@@ -563,9 +568,14 @@ class Agent:
         lies on the path from the instant to the gang running. After the thaw
         the outgoing jobs are frozen and confirmed; until then both may run on
         this node, for ``freeze_confirm_s`` (docs/cluster.md says why we accept
-        that). The ack is sent after the confirmation, with the same CPU-time
-        accounting as :meth:`apply`, so the controller's utilization feedback
-        is unchanged.
+        that). That holds only for an agent at SCHED_FIFO, which nothing
+        preempts between the two writes. Without it (cgroup2 on a kernel with
+        RT group scheduling refuses SCHED_FIFO outside the root group) the
+        thawed job preempted the agent and both ran for milliseconds (measured,
+        docs/cluster.md), so there the freezes are written first, the thaws
+        right after, then both are confirmed. The ack is sent after the
+        confirmation, with the same CPU-time accounting as :meth:`apply`, so the
+        controller's utilization feedback is unchanged.
         """
         prepared_ns = time.time_ns()
         live, to_freeze, to_thaw = self._split(plan.runnable)
@@ -577,18 +587,30 @@ class Agent:
                 wait_until(plan.at, self.cfg.tt_wait)
             woke_ns = time.time_ns()
             t0 = time.perf_counter()
-            if thaw is not None:
-                thaw.write()
-                thaw_lat: dict[str, float] = {}
+            thaw_lat: dict[str, float] = {}
+            thawed: list[tuple[int, float]] = []
+
+            def write_thaws() -> None:
+                if thawed:
+                    return
+                if thaw is not None:
+                    thaw.write()
+                else:
+                    thaw_lat.update(self._thaw(to_thaw, errors))
+                thawed.append((time.time_ns(), time.perf_counter()))
+
+            if self.realtime:
+                write_thaws()
+                # One host, fewer cores than agents: the other agents woken for this
+                # instant on this core (same FIFO priority) thaw before we go on.
+                # Alone on a node, this returns at once.
+                os.sched_yield()
+                freeze_lat = self._freeze(to_freeze, errors)
             else:
-                thaw_lat = self._thaw(to_thaw, errors)
-            thawed_ns = time.time_ns()
-            # One host, fewer cores than agents: the other agents woken for this
-            # instant on this core (same FIFO priority) thaw before we go on.
-            # Alone on a node, this returns at once.
-            os.sched_yield()
-            t_thawed = time.perf_counter()
-            freeze_lat = self._freeze(to_freeze, errors)
+                # freezes requested, thaws written, then the freezes confirmed
+                freeze_lat = self._freeze(to_freeze, errors, between=write_thaws)
+                write_thaws()  # no-op unless the freeze failed before its hook ran
+            thawed_ns, t_thawed = thawed[0]
             freeze_s = time.perf_counter() - t_thawed
             if thaw is not None:
                 thaw_lat = self._confirm_thaw(thaw, to_thaw, errors)
@@ -653,12 +675,18 @@ class Agent:
         to_thaw = [j for j in live if j.job_id in runnable and j.frozen]
         return live, to_freeze, to_thaw
 
-    def _freeze(self, jobs: list[Job], errors: dict[str, str]) -> dict[str, float]:
+    def _freeze(
+        self,
+        jobs: list[Job],
+        errors: dict[str, str],
+        between: Callable[[], None] | None = None,
+    ) -> dict[str, float]:
+        """Freeze ``jobs``, confirmed; ``between`` runs after the requests (driver.freeze_many)."""
         if not jobs:
             return {}
         lat: dict[str, float] = {}
         try:
-            lat = self.driver.freeze_many([j.cgroup for j in jobs])
+            lat = self.driver.freeze_many([j.cgroup for j in jobs], between=between)
         except FreezeError as e:
             lat = e.done
             for j in jobs:

@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from common.cgroups.errors import FreezeError, ThawError
@@ -101,12 +101,16 @@ class SignalSwitch:
     def thaw(self, path: str) -> float:
         return self.thaw_many([path])[path]
 
-    def freeze_many(self, paths: Iterable[str]) -> dict[str, float]:
+    def freeze_many(
+        self, paths: Iterable[str], between: Callable[[], None] | None = None
+    ) -> dict[str, float]:
         """SIGSTOP every process of each group, then confirm each stopped (module doc).
 
         Signals go out to all groups before any is confirmed, as the freezer path
-        writes every request first. On failure the unconfirmed groups are continued
-        again and :class:`FreezeError` names them; the confirmed ones stay stopped.
+        writes every request first; ``between`` runs after the signals, before the
+        confirmation (as in common/cgroups/driver.py). On failure the unconfirmed
+        groups are continued again and :class:`FreezeError` names them; the
+        confirmed ones stay stopped.
         """
         todo = list(paths)
         start: dict[str, float] = {}
@@ -122,6 +126,8 @@ class SignalSwitch:
             self._stopped.add(p)
             start[p] = time.perf_counter()
             _signal(self._d.pids(p), signal.SIGSTOP)
+        if between is not None:
+            between()
         done, pending = self._poll(todo, start, stop=True)
         if pending:
             for p in pending:

@@ -512,17 +512,23 @@ class Cgroups:
     def thaw(self, path: str) -> float:
         return self.thaw_many([path])[path]
 
-    def freeze_many(self, paths: Iterable[str]) -> dict[str, float]:
+    def freeze_many(
+        self, paths: Iterable[str], between: Callable[[], None] | None = None
+    ) -> dict[str, float]:
         """Write all freeze requests first, then poll them together.
 
         Issuing every request before polling overlaps the kernel work of all
         groups, so switching k jobs costs about one freeze latency, not k.
+        ``between`` runs after the requests and before the confirmation (an
+        agent that cannot run SCHED_FIFO writes its thaws there, agent/daemon.py).
         On timeout every group that did not freeze is thawed back and
         FreezeError names them (the confirmed ones stay frozen).
         """
         fz = self._need_freezer()
         todo = list(paths)
         start = self._request_all(fz, todo, True)
+        if between is not None:
+            between()
         done, pending = self._poll(todo, start, self.is_frozen, True)
         if pending:
             for p in pending:
