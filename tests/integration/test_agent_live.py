@@ -1,4 +1,6 @@
-"""A real agent process on real cgroups (root only).
+"""A real agent process on real cgroups (root only): v1 where the host mounts its
+hierarchies, else cgroup2 (tests/support/live_agent.py HOST_BACKEND), so CI's v2-only
+stage runs every test here on cgroup2, as real nodes are.
 
 Every test's fixture kills the jobs, stops the agent and removes every cgroup
 it made, even when the test fails.
@@ -25,7 +27,7 @@ from tests.support.live_agent import (
     BUSY_ON_CPU1,
     UNIFIED,
     LiveAgent,
-    needs_v1,
+    needs_cgroups,
     needs_v2,
     remove_tree,
 )
@@ -55,7 +57,7 @@ def runs(a: LiveAgent, job: str, need_ns: int = 50_000_000, limit: float = 20.0)
     return False
 
 
-@needs_v1
+@needs_cgroups
 def test_freeze_and_thaw_busy_job(make_agent: Callable[..., LiveAgent]) -> None:
     a = make_agent()
     with a.client() as c:
@@ -77,7 +79,7 @@ def test_freeze_and_thaw_busy_job(make_agent: Callable[..., LiveAgent]) -> None:
         assert c.events[0].data["exit_code"] == -signal.SIGKILL
 
 
-@needs_v1
+@needs_cgroups
 def test_weights_split_one_core(make_agent: Callable[..., LiveAgent]) -> None:
     a = make_agent()
     with a.client() as c:
@@ -94,7 +96,7 @@ def test_weights_split_one_core(make_agent: Callable[..., LiveAgent]) -> None:
         c.kill(a.node, "light")
 
 
-@needs_v1
+@needs_cgroups
 def test_failsafe_thaws_after_controller_silence(make_agent: Callable[..., LiveAgent]) -> None:
     timeout = 1.0
     a = make_agent(failsafe=timeout)
@@ -118,7 +120,7 @@ def test_failsafe_thaws_after_controller_silence(make_agent: Callable[..., LiveA
     assert "FAIL-SAFE" in a.log.read_text()
 
 
-@needs_v1
+@needs_cgroups
 def test_forged_and_replayed_frames(make_agent: Callable[..., LiveAgent]) -> None:
     a = make_agent()
     # Forged (wrong key).
@@ -169,7 +171,7 @@ def _read_until_closed(s: socket.socket, key: bytes) -> list[wire.Message]:
     return out
 
 
-@needs_v1
+@needs_cgroups
 def test_agent_exit_thaws_and_restart_reattaches(make_agent: Callable[..., LiveAgent]) -> None:
     a = make_agent()
     with a.client() as c:
@@ -269,7 +271,7 @@ def _wait_procs(a: LiveAgent, job: str, n: int) -> None:
         time.sleep(0.05)
 
 
-@needs_v1
+@needs_cgroups
 def test_signals_stop_and_continue_a_multiprocess_job(
     make_agent: Callable[..., LiveAgent],
 ) -> None:
@@ -294,7 +296,7 @@ def test_signals_stop_and_continue_a_multiprocess_job(
         c.kill(a.node, "fork")
 
 
-@needs_v1
+@needs_cgroups
 def test_signals_failsafe_continues_a_stopped_job_when_the_controller_dies(
     make_agent: Callable[..., LiveAgent],
 ) -> None:

@@ -1,6 +1,6 @@
 """Issue 4 end to end: the real controller process driving real agents on a 2-node cluster.
 
-* strict gang: sampling the v1 freezer states every ~2 ms never shows two jobs
+* strict gang: sampling the freezer states (v1 or cgroup2) every ~2 ms never shows two jobs
   THAWED on one node across two consecutive samples (Wiseman & Feitelson 2003 §2.1);
 * a forged TCP submission is refused and the controller keeps serving;
 * SIGKILL of the controller: the agents thaw every job within their fail-safe;

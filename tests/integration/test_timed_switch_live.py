@@ -3,13 +3,16 @@
 * Direct: the test drives both agents over the control network like the
   controller does, first on arrival (immediate mode) then time-triggered, in
   the same test with the same jobs. Every time-triggered plan is applied at
-  its instant (each thaw after ``at``, none late) and the thaw skew between
-  the two nodes is no worse than the immediate mode's measured just before.
+  its instant (each thaw after ``at``; a plan read after it counted late), the
+  thaw skew between the two nodes is no worse than the immediate mode's
+  measured just before, and late plans are few beside the stalls the sending
+  test process itself saw (its own wake-up lateness, measured alongside).
 * Controller: ``python -m controller --lead-ms 20`` runs strict gang with
   time-triggered switches; its status says so, counts no more than a few late
-  plans, and sampling the v1 freezer states never shows two jobs THAWED on one
-  node in two consecutive samples >= 2 ms apart, although each node thaws the
-  incoming job before it freezes the outgoing one.
+  plans, and sampling the freezer states (v1 or cgroup2) never shows two jobs
+  THAWED on one node in two consecutive samples >= 2 ms apart, although a
+  SCHED_FIFO agent thaws the incoming job before it freezes the outgoing one
+  (one without SCHED_FIFO asks for the freeze first, agent/daemon.py).
 
 The fixtures tear the cluster down and check that nothing is left.
 """
@@ -110,16 +113,20 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
         timed: list[float] = []
         lateness: list[float] = []
         late = 0
+        # The reference, measured alongside: how late this (SCHED_OTHER) process wakes
+        # for each send. A round whose sender woke over half the lead late shows the
+        # host stalling processes; such a round may make both nodes' plans late.
+        stalled = 0
         boundary = time.time() + LEAD
         for _ in range(SWITCHES):
             time.sleep(max(0.0, boundary - LEAD - time.time()))
+            stalled += time.time() - (boundary - LEAD) > LEAD / 2
             acks = _round(clients, q, boundary)
             q += 1
             for ack in acks:
                 assert ack["mode"] == "time-triggered" and ack["at"] == boundary
-                # A late plan is applied at once and counted; the host stalls
-                # every process for 50-90 ms now and then (docs/cluster.md), so a
-                # few may be late, never early.
+                # A plan read after its instant is counted late (and applied at once)
+                assert ack["late"] or ack["received_s"] < 0, ack
                 late += bool(ack["late"])
                 assert ack["thawed_realtime_ns"] >= boundary * 1e9, ack  # never early
                 assert ack["freeze_confirm_s"] >= 0
@@ -129,7 +136,8 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
         print(
             f"thaw skew p50 us: immediate {statistics.median(immediate):.1f},"
             f" time-triggered {statistics.median(timed):.1f};"
-            f" lateness p50 {statistics.median(lateness):.1f} us"
+            f" lateness p50 {statistics.median(lateness):.1f} us;"
+            f" {late} of {len(lateness)} plans late, sender stalled in {stalled} rounds"
         )
         # Compared with the reference measured above, not with a fixed figure.
         assert statistics.median(timed) <= statistics.median(immediate)
@@ -138,7 +146,9 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
             assert plans["accepted"] == SWITCHES, plans
             for job in ("a", "b"):
                 c.kill(name, job)
-        assert late <= max(2, 0.1 * len(lateness)), f"{late} of {len(lateness)} plans late"
+        # Compared with the stalls the sender saw, not with a fixed share alone.
+        allowed = max(2, 0.1 * len(lateness)) + len(clients) * stalled
+        assert late <= allowed, f"{late} of {len(lateness)} plans late ({stalled} stalls)"
     finally:
         for _, c in clients:
             c.close()

@@ -39,6 +39,18 @@ needs_v1 = pytest.mark.skipif(
 )
 
 
+# The backend a test agent uses by default: v1 where its freezer, cpu and cpuacct
+# hierarchies are mounted (this machine kind as it is), else cgroup2 (a v2-only host,
+# as real nodes are, and CI's v2-only stage), as `cluster up --cgroup auto` picks.
+HOST_BACKEND = (
+    "v1" if {"freezer", "cpu", "cpuacct"} <= set(_V1) else "v2" if UNIFIED is not None else None
+)
+needs_cgroups = pytest.mark.skipif(
+    os.geteuid() != 0 or HOST_BACKEND is None,
+    reason="needs root and cgroups: the v1 freezer, cpu and cpuacct, or a cgroup2 mount",
+)
+
+
 needs_v2 = pytest.mark.skipif(
     os.geteuid() != 0 or UNIFIED is None,
     reason="needs root and a cgroup2 mount",
@@ -135,7 +147,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def make_agent(tmp_path: Path) -> Iterator[Callable[..., LiveAgent]]:
     made: list[LiveAgent] = []
 
-    def make(failsafe: float = 5.0, backend: str = "v1", switch: str = "freezer") -> LiveAgent:
+    def make(
+        failsafe: float = 5.0, backend: str | None = None, switch: str = "freezer"
+    ) -> LiveAgent:
+        backend = backend or HOST_BACKEND
         node = f"it{len(made)}"
         parent = f"cosched/itest-{os.getpid()}-{secrets.token_hex(3)}"
         key = secrets.token_hex(32).encode()
