@@ -607,8 +607,19 @@ class Agent:
                 os.sched_yield()
                 freeze_lat = self._freeze(to_freeze, errors)
             else:
-                # freezes requested, thaws written, then the freezes confirmed
-                freeze_lat = self._freeze(to_freeze, errors, between=write_thaws)
+                # freezes requested, thaws written, then the freezes confirmed; a thaw
+                # that raises is raised after the confirmation, not taken for the freeze's
+                raised: list[BaseException] = []
+
+                def hook() -> None:
+                    try:
+                        write_thaws()
+                    except BaseException as e:  # re-raised below
+                        raised.append(e)
+
+                freeze_lat = self._freeze(to_freeze, errors, between=hook)
+                if raised:
+                    raise raised[0]
                 write_thaws()  # no-op unless the freeze failed before its hook ran
             thawed_ns, t_thawed = thawed[0]
             freeze_s = time.perf_counter() - t_thawed
