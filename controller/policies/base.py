@@ -209,6 +209,13 @@ class GangPolicy(ABC):
     def observe(self, utilization: Mapping[int, float]) -> None:  # noqa: B027
         """CPU utilization per job in the quantum just run. Default: ignored."""
 
+    def observe_devices(self, demand: Mapping[int, Mapping[str, float]]) -> None:
+        """Each job's share of every device it used in the quantum just run (``cpu``,
+        ``disk``, ``net``: controller/policies/devices.py), for callers that measure
+        more than the CPU. Default: the CPU part goes to :meth:`observe`, so a policy
+        that reads only the CPU decides as it would from :meth:`observe` alone."""
+        self.observe({j: d.get("cpu", 0.0) for j, d in demand.items()})
+
     @property
     @abstractmethod
     def queue_length(self) -> int:

@@ -25,9 +25,11 @@ from controller.policies.base import PolicyError
 from controller.policies.predictor import UtilizationPredictor
 
 CPU = "cpu"
+DISK = "disk"
+NET = "net"
 #: the devices a demand vector may name: CPU time, the cgroup's block I/O bytes
 #: (common/cgroups/iostat.py), the job's network bytes
-MEASURED: tuple[str, ...] = (CPU, "disk", "net")
+MEASURED: tuple[str, ...] = (CPU, DISK, NET)
 
 
 def check_devices(devices: Sequence[str]) -> tuple[str, ...]:
@@ -84,6 +86,10 @@ class VectorPredictor:
         if self.is_new(job_id) or any(p.is_flagged(job_id) for p in self._per.values()):
             return tuple(1.0 for _ in self.devices)
         return self.estimate(job_id)
+
+    def history(self, job_id: int, device: str = CPU) -> tuple[float, ...]:
+        """Up to four last measurements on ``device``, most recent first."""
+        return self._per[device].history(job_id)
 
     def forget(self, job_id: int) -> None:
         for p in self._per.values():

@@ -15,6 +15,7 @@ from controller.policies.conservative import Conservative
 from controller.policies.dhcpolicy import DhcPolicy
 from controller.policies.gang import GangBackfill, GangGreedy, StrictGang
 from controller.policies.lookahead import Lookahead
+from controller.policies.nplus1gang import NPlus1Gang
 from controller.policies.paired import PairedGang
 from controller.policies.params import ParamSpec
 from controller.policies.spaceshare import SpaceShare
@@ -86,6 +87,13 @@ _ENTRIES: tuple[PolicyEntry, ...] = (
         "gang",
         "paired gang: two complementary rows per quantum (Wiseman & Feitelson 2003 §2)",
         PairedGang,
+    ),
+    _entry(
+        "nplus1",
+        "gang",
+        "N + 1 gangs: up to N partner rows whose dominant devices differ (Wiseman & "
+        "Feitelson 2003 §5)",
+        NPlus1Gang,
     ),
     _entry(
         "dhc",

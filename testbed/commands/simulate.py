@@ -83,8 +83,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--profile",
         default=None,
-        choices=["compute", "homogeneous", "heterogeneous", "qcrd"],
-        help="CPU/I-O profile given to every job (default: as the workload says; compute-bound)",
+        choices=["compute", "homogeneous", "heterogeneous", "qcrd", "devices"],
+        help="CPU/I-O profile given to every job (default: as the workload says; compute-bound; "
+        "devices: compute-, disk- and network-bound jobs, docs/nplus1.md)",
     )
     p.add_argument(
         "--mode",
@@ -288,6 +289,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             context_switch=model[0] if model else 0.0,
             interference=model[1] if model else 0.05,
             mode=mode,
+            # N + 1 gangs need each job's disk and network demand: the three-device
+            # model, for every policy of the run so that they are compared on one model
+            network=any(e.name == "nplus1" for e in entries) or args.profile == "devices",
         )
     except ValueError as exc:
         raise SimulateError(str(exc)) from None

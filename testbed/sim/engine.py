@@ -27,6 +27,7 @@ from array import array
 from collections.abc import Callable, Sequence
 
 from controller.policies.base import BatchPolicy, GangPolicy, SpaceSharePolicy
+from controller.policies.devices import CPU, DISK, MEASURED, NET
 from testbed.sim.execution import gang_rates
 from testbed.sim.job import COMPUTE_BOUND, SimJob
 from testbed.sim.results import FULL, MatchingStats, SimConfig, SimResult
@@ -222,7 +223,12 @@ def _run_gang_exact(
     launch, launch_cpu, teardown = cfg.launch, cfg.launch_cpu, cfg.teardown
     stop = math.inf if until is None else until
     full = cfg.occupancy == FULL
-    device = cfg.device
+    device = cfg.device or cfg.network
+    network = cfg.network
+    dev_series: tuple[array[float], array[float], array[float]] | None = None
+    if network:
+        dev_series = (array("d"), array("d"), array("d"))
+        res.series_devices = dict(zip(MEASURED, dev_series, strict=True))
     live: dict[int, _Live] = {}
     # job -> when its teardown ends: its work is done, it still holds its cells
     leaving: dict[int, float] = {}
@@ -274,6 +280,10 @@ def _run_gang_exact(
         # context switch: a job switched in this quantum loses ``cs`` seconds, then
         # whatever its launch still needs
         quantum_cpu = dict.fromkeys(running, 0.0)
+        # with the network term: each job's disk and link seconds in this quantum
+        quantum_disk = dict.fromkeys(running, 0.0) if network else None
+        quantum_net = dict.fromkeys(running, 0.0) if network else None
+        sizes = {j: live[j].job.size for j in running} if network else {}
         node_jobs = [[j for j in jobs_on if j in live] for jobs_on in plan.node_jobs]
         remaining = q_len
         delay = {j: (cs if j not in prev_running else 0.0) + live[j].launch_left for j in running}
@@ -292,7 +302,14 @@ def _run_gang_exact(
 
             # while switching in, a job neither progresses nor competes for the CPU
             ready = [[j for j in nj if j in active and delay[j] <= _EPS] for nj in node_jobs]
-            rates = gang_rates(ready, demand, interf, io if device else None)
+
+            def net(j: int, states: dict[int, _Live] = states) -> float:
+                s = states[j]
+                return s.job.net_at(s.done)
+
+            rates = gang_rates(
+                ready, demand, interf, io if device else None, net if network else None
+            )
             step = remaining
             for j in active:
                 if delay[j] > _EPS:
@@ -321,6 +338,11 @@ def _run_gang_exact(
                 u = s.job.cpu_at(s.done)
                 s.done += r * step
                 backlog -= s.job.size * r * step
+                if quantum_disk is not None and quantum_net is not None:
+                    # the phase's shares before the progress just made (done moved)
+                    back = s.done - r * step
+                    quantum_disk[j] += r * s.job.io_at(back) * step
+                    quantum_net[j] += r * s.job.net_at(back) * step
                 used = r * u * step
                 s.cpu_used += used * s.job.size
                 quantum_cpu[j] += used
@@ -348,9 +370,27 @@ def _run_gang_exact(
                 if until is not None:
                     length = max(length, min(q_len, until - t))
         t += length
-        policy.observe(
-            {j: quantum_cpu[j] / max(elapsed if not full else q_len, _EPS) for j in running}
-        )
+        span = max(elapsed if not full else q_len, _EPS)
+        if quantum_disk is not None and quantum_net is not None and dev_series is not None:
+            # eq. (1)'s input per device: the share of each device the job used
+            policy.observe_devices(
+                {
+                    j: {
+                        CPU: quantum_cpu[j] / span,
+                        DISK: quantum_disk[j] / span,
+                        NET: quantum_net[j] / span,
+                    }
+                    for j in running
+                }
+            )
+            cap = cfg.nodes * max(length, _EPS)
+            for series, used_by in zip(
+                dev_series, (quantum_cpu, quantum_disk, quantum_net), strict=True
+            ):
+                busy = sum(used_by[j] * sizes[j] for j in running)
+                series.append(min(1.0, busy / cap))
+        else:
+            policy.observe({j: quantum_cpu[j] / span for j in running})
         prev_running = frozenset(active)
         res.series_t.append(t)
         res.series_n.append(len(live))

@@ -22,6 +22,16 @@ Assumptions (documented in docs/simulator.md, issue 2 "Execution model"):
   the two resources, ``max(1, sum(u), sum(d))`` (Wiseman & Feitelson 2003 §4.1.2:
   I/O-bound jobs paired together "interfere with each other when writing to the
   disk").
+* With a network term as well (issue 31, N + 1 gangs; ``net`` given), each node has
+  three devices: the CPU, one disk and one network link. A process in a phase with
+  shares ``(u, d, w)`` needs each device for that fraction of its dedicated time. On
+  each device the processes' shares are summed; a device whose sum ``S`` exceeds 1 is
+  over-subscribed and gives each process using it ``1 / S`` of its need, so a process
+  progresses at ``1 / max(1, S over the devices it uses)`` (it waits for its slowest
+  device). Unlike the node-wide rule above, a process that does not use an
+  over-subscribed device is not slowed by it: two disk-bound jobs sharing a disk do not
+  slow a compute job beside them, which is the overlap N + 1 gangs count on
+  (docs/nplus1.md). ``interference`` applies as above to every process that shares.
 """
 
 from __future__ import annotations
@@ -34,11 +44,12 @@ def gang_rates(
     demand: Callable[[int], float],
     interference: float,
     io: Callable[[int], float] | None = None,
+    net: Callable[[int], float] | None = None,
 ) -> dict[int, float]:
     """Progress rate of every job runnable somewhere in ``node_jobs``.
 
     ``demand(job_id)`` is the job's CPU utilization in its current phase, ``io(job_id)``
-    its device share (None: no device term).
+    its device share, ``net(job_id)`` its network share (None: no such term).
     """
     rates: dict[int, float] = {}
     share_factor = 1.0 - interference
@@ -58,6 +69,9 @@ def gang_rates(
             if j not in rates:
                 rates[j] = 1.0
             continue
+        if net is not None:
+            _per_device(jobs, demand, io, net, share_factor, rates)
+            continue
         total = 0.0
         for j in jobs:
             total += demand(j)
@@ -72,3 +86,31 @@ def gang_rates(
             if old is None or r < old:
                 rates[j] = r
     return rates
+
+
+def _per_device(
+    jobs: Sequence[int],
+    demand: Callable[[int], float],
+    io: Callable[[int], float] | None,
+    net: Callable[[int], float],
+    share_factor: float,
+    rates: dict[int, float],
+) -> None:
+    """Rates on one node under the three-device rule (module docstring): each job is
+    slowed by the most over-subscribed device it uses; the minimum over nodes is kept."""
+    needs = [(j, demand(j), io(j) if io is not None else 0.0, net(j)) for j in jobs]
+    cpu = sum(n[1] for n in needs)
+    disk = sum(n[2] for n in needs)
+    link = sum(n[3] for n in needs)
+    for j, u, d, w in needs:
+        worst = 1.0
+        if u > 0.0 and cpu > worst:
+            worst = cpu
+        if d > 0.0 and disk > worst:
+            worst = disk
+        if w > 0.0 and link > worst:
+            worst = link
+        r = share_factor / worst
+        old = rates.get(j)
+        if old is None or r < old:
+            rates[j] = r

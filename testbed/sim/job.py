@@ -26,11 +26,14 @@ class Phase:
 
     ``io``: the share of that time a process occupies its node's I/O device (issue
     25's device term; 0 for jobs whose waiting is communication, not disk).
+    ``net``: the share of that time it occupies its node's network link (issue 31's
+    N + 1 gangs: a second I/O device; 0 unless a workload sets it).
     """
 
     fraction: float
     cpu: float
     io: float = 0.0
+    net: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.fraction <= 1.0:
@@ -39,6 +42,8 @@ class Phase:
             raise ValueError(f"phase cpu must be in [0, 1], got {self.cpu}")
         if not 0.0 <= self.io <= 1.0:
             raise ValueError(f"phase io must be in [0, 1], got {self.io}")
+        if not 0.0 <= self.net <= 1.0:
+            raise ValueError(f"phase net must be in [0, 1], got {self.net}")
 
 
 COMPUTE_BOUND: tuple[Phase, ...] = (Phase(1.0, 1.0),)
@@ -153,6 +158,20 @@ class SimJob:
                 return p.io
         return self.phases[-1].io
 
+    def net_at(self, done: float) -> float:
+        """Network share of the phase the job is in after ``done`` seconds of progress."""
+        if len(self.phases) == 1:
+            return self.phases[0].net
+        if self.runtime <= 0:
+            return self.phases[-1].net
+        pos = done / self.runtime
+        acc = 0.0
+        for p in self.phases:
+            acc += p.fraction
+            if pos < acc - 1e-12:
+                return p.net
+        return self.phases[-1].net
+
     def phase_end(self, done: float) -> float:
         """Progress (seconds) at which the current phase ends."""
         acc = 0.0
@@ -216,19 +235,21 @@ def unchecked_job(
     return job
 
 
-def unchecked_phase(fraction: float, cpu: float, io: float = 0.0) -> Phase:
-    """A :class:`Phase` without the range checks (0 < fraction <= 1, 0 <= cpu, io <= 1
+def unchecked_phase(fraction: float, cpu: float, io: float = 0.0, net: float = 0.0) -> Phase:
+    """A :class:`Phase` without the range checks (0 < fraction <= 1, 0 <= cpu, io, net <= 1
     are the caller's to keep); for profiles drawn per job."""
     phase: Phase = _new(Phase)
     _set_fraction(phase, fraction)
     _set_cpu(phase, cpu)
     _set_io(phase, io)
+    _set_net(phase, net)
     return phase
 
 
 _set_fraction = Phase.__dict__["fraction"].__set__
 _set_cpu = Phase.__dict__["cpu"].__set__
 _set_io = Phase.__dict__["io"].__set__
+_set_net = Phase.__dict__["net"].__set__
 
 
 # SimJob.request builds JobRequest like unchecked_job (a tenth of a whole

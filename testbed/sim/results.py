@@ -34,7 +34,12 @@ class SimConfig:
       it has ended) or ``full`` (ParPar's slots last the whole quantum).
       Exact mode only;
     * ``device`` -- each node's one I/O device is shared by the processes on it
-      (phases' ``io`` share; testbed/sim/execution.py). Exact mode only.
+      (phases' ``io`` share; testbed/sim/execution.py). Exact mode only;
+    * ``network`` -- each node has a disk *and* a network link (phases' ``io`` and
+      ``net`` shares), each job slowed by the most over-subscribed device it uses
+      (issue 31's three-device rule, testbed/sim/execution.py), and the policy is fed
+      each job's demand on every device (``GangPolicy.observe_devices``). Implies
+      ``device``. Exact mode only.
     """
 
     nodes: int
@@ -47,6 +52,7 @@ class SimConfig:
     teardown: float = 0.0
     occupancy: str = "early-end"
     device: bool = False
+    network: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -70,7 +76,7 @@ class SimConfig:
                 f"occupancy must be one of {', '.join(OCCUPANCIES)}, got {self.occupancy!r}"
             )
         if self.mode == "fluid" and (
-            self.launch or self.teardown or self.occupancy == FULL or self.device
+            self.launch or self.teardown or self.occupancy == FULL or self.device or self.network
         ):
             raise ValueError(
                 "fluid mode has no launch, teardown, full-quantum occupancy or device "
@@ -134,3 +140,6 @@ class SimResult:
     done: array[float] = field(default_factory=lambda: array("d"))
     matching: MatchingStats | None = None
     wall_seconds: float = 0.0
+    # with SimConfig.network: after every quantum, the share of each device of the
+    # machine used in it (device -> values beside series_t; docs/nplus1.md)
+    series_devices: dict[str, array[float]] = field(default_factory=dict)
