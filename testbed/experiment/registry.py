@@ -29,6 +29,7 @@ KINDS: dict[str, str] = {
     "dhc-live": "testbed.experiment.dhclive",
     "cdc-sim": "testbed.experiment.cdcsim",
     "cdc-sim-vs-live": "testbed.experiment.cdcsim.vslive",
+    "nplus1-sim": "testbed.experiment.nplus1sim",
 }
 
 # TOML files in experiments/ that are inputs of other commands, recognised by their table
