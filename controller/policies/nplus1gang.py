@@ -42,6 +42,7 @@ class GroupStats:
     quanta: int = 0  # quanta in which some row ran
     grouped: int = 0  # ... of which with at least one partner row
     sizes: dict[int, int] = field(default_factory=dict)  # rows in the group -> quanta
+    rows: dict[int, int] = field(default_factory=dict)  # rows in the matrix -> quanta
 
 
 def parse_devices(text: str) -> tuple[str, ...]:
@@ -167,6 +168,7 @@ class NPlus1Gang(MatrixGang):
             self.stats.grouped += 1
         size = 1 + len(partners)
         self.stats.sizes[size] = self.stats.sizes.get(size, 0) + 1
+        self.stats.rows[count] = self.stats.rows.get(count, 0) + 1
         self.last_group = partners
         alternates: tuple[int, ...] = ()
         if self.alternate:

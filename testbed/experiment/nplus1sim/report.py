@@ -154,6 +154,22 @@ def markdown(data: Mapping[str, Any]) -> str:
                 f"Rows run together by N + 1 gangs, share of quanta over all seeds: {shares}.",
                 "",
             ]
+        rows: dict[int, int] = {}
+        for r in data["runs"]:
+            for k, v in r.get("rows", {}).items():
+                rows[int(k)] = rows.get(int(k), 0) + v
+        if rows:
+            quanta = sum(rows.values())
+            one, two = rows.get(1, 0), rows.get(2, 0)
+            many = quanta - one - two
+            three = groups.get("3", 0)
+            tail = f" (a group of 3 ran in {100.0 * three / many:.1f} % of those)" if many else ""
+            lines += [
+                "Rows in the matrix when N + 1 gangs chose a group, share of quanta: 1 row: "
+                f"{100.0 * one / quanta:.1f} %, 2 rows: {100.0 * two / quanta:.1f} %, "
+                f"3 or more: {100.0 * many / quanta:.1f} %{tail}.",
+                "",
+            ]
     if "paired-gang" in pols:
         m = [r["matched"] for r in data["runs"] if r["policy"] == "paired-gang" and "matched" in r]
         if m:

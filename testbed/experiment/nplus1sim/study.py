@@ -111,7 +111,7 @@ def stream(spec: Mapping[str, Any], seed: int) -> list[tuple[int, float, int, fl
     return [(i, s * scale, size, rt, k) for i, s, size, rt, k in rows]
 
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2  # 2: N + 1 runs keep the matrix's rows per quantum
 
 
 def run_spec(spec: Nplus1Spec, policy: str, seed: int) -> RunSpec:
@@ -198,6 +198,7 @@ def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     stats = getattr(policy, "stats", None)
     if name == "nplus1" and stats is not None:
         out["groups"] = {str(k): v for k, v in sorted(stats.sizes.items())}
+        out["rows"] = {str(k): v for k, v in sorted(stats.rows.items())}
     if res.matching is not None and res.matching.quanta:
         out["matched"] = round(res.matching.matched / res.matching.quanta, 5)
     return out
