@@ -4,6 +4,7 @@ simulator's exact loop with the three-device model (issue 31's tests)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -200,3 +201,36 @@ def test_device_series_are_recorded_within_capacity() -> None:
         if d > 0.5 and w > 0.5
     ]
     assert both
+
+
+# ---- under the controller (fake agents: the acks carry CPU time only) ---------------------
+def _controller(params: dict[str, object]) -> tuple[Any, Any, Any, int, int]:
+    from controller.scheduler import Scheduler
+    from tests.unit.controller_fakes import BUSY, Clock, FakePool
+
+    pool = FakePool(2)
+    clock = Clock()
+    s = Scheduler("nplus1", params, pool, wall=clock, mono=clock)
+    cpu = s.submit(BUSY, "alice")
+    io = s.submit(BUSY, "bob")
+    pool.busy[str(io)] = 0.05
+    pool.busy[str(cpu)] = 0.9
+    return s, pool, clock, cpu, io
+
+
+def _run(s: Any, clock: Any, quanta: int) -> None:
+    for _ in range(quanta):
+        clock.t += 0.1
+        s.tick()
+
+
+def test_under_the_controller_n_1_pairs_io_with_compute_as_paired_gang() -> None:
+    s, pool, clock, _, _ = _controller({"n": 1})
+    _run(s, clock, 15)
+    assert any(len(c["n0"]) == 2 for c in pool.commands[-5:])
+
+
+def test_under_the_controller_cpu_only_acks_leave_n_2_as_strict_gang() -> None:
+    s, pool, clock, _, _ = _controller({})
+    _run(s, clock, 15)
+    assert pool.commands and all(len(j) <= 1 for c in pool.commands for j in c.values())
