@@ -18,7 +18,11 @@ class Nplus1SimStudy(Study):
     kind = "nplus1-sim"
     title = "Wiseman & Feitelson 2003 §5: N + 1 gangs for N I/O devices, in the simulator"
     spec_tables: ClassVar[tuple[str, ...]] = ("nplus1", "quick")
-    specs = ("experiments/nplus1-sim.toml", "experiments/nplus1-sim-wide.toml")
+    specs = (
+        "experiments/nplus1-sim.toml",
+        "experiments/nplus1-sim-wide.toml",
+        "experiments/nplus1-sim-heavy.toml",
+    )
     has_quick = True
 
     def load(self, doc: Table) -> Any:
