@@ -8,7 +8,9 @@ Three loops share one contract with the policies (controller/policies/base.py):
 * :func:`_run_gang_exact` -- quantum by quantum: ask the policy for a
   :class:`QuantumPlan`, progress the runnable jobs with the execution model
   (testbed/sim/execution.py), sub-stepping at completions and phase changes,
-  report the measured utilization back.
+  report the measured utilization back (with ``SimConfig.network``, each job's share
+  of the CPU, the disk and the link through ``observe_devices``, and each device's
+  use of the machine per quantum in ``SimResult.series_devices``; docs/nplus1.md).
 * :func:`_run_gang_fluid` -- Feitelson & Rudolph's appendix assumption: the quantum is
   much shorter than the time between arrivals and departures, so a job's
   rate is constant in between. At every such event the loop plays one round
