@@ -12,7 +12,8 @@ Choices where §5 is silent:
 
 * A job never measured, or flagged by a sharp change on *any* device (§4.2.3's rule per
   component), is predicted 1.0 on every device: it runs alone for a quantum, as a new
-  job does under paired gang (§2.3).
+  job does under paired gang (§2.3). At N = 1 only the CPU's flag counts, as under
+  paired gang (``predict(..., any_device=False)``), so that N = 1 decides as it does.
 * The CPU is always the first device; the others are the I/O devices, so N is their
   number. Device names are those the agents measure (:data:`MEASURED`).
 """
@@ -81,9 +82,17 @@ class VectorPredictor:
         """Eq. (1) on each device's history (no sharp-change override)."""
         return tuple(self._per[d].estimate(job_id) for d in self.devices)
 
-    def predict(self, job_id: int) -> tuple[float, ...]:
-        """The demand expected next quantum: 1.0 everywhere if new or flagged anywhere."""
-        if self.is_new(job_id) or any(p.is_flagged(job_id) for p in self._per.values()):
+    def predict(self, job_id: int, *, any_device: bool = True) -> tuple[float, ...]:
+        """The demand expected next quantum: 1.0 everywhere if new or flagged anywhere
+        (``any_device=False``: flagged on the CPU, paired gang's rule, for N = 1)."""
+        if self.is_new(job_id):
+            return tuple(1.0 for _ in self.devices)
+        flagged = (
+            any(p.is_flagged(job_id) for p in self._per.values())
+            if any_device
+            else self._per[CPU].is_flagged(job_id)
+        )
+        if flagged:
             return tuple(1.0 for _ in self.devices)
         return self.estimate(job_id)
 

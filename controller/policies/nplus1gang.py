@@ -15,6 +15,8 @@ Choices where §5 is silent (docs/nplus1.md):
   counterpart of Fig. 4's once-per-round matching, nor of §2.5's band rule.
 * Alternate scheduling (§2.6) fills only the nodes that no row of the group uses, and an
   alternate runs alone there, as under strict gang.
+* A sharp change (§4.2.3) on any device makes a job run alone; at N = 1 only the CPU's
+  counts, as under paired gang, so that N = 1 makes paired gang's decisions.
 * Fed only the CPU (:meth:`observe`, as a caller that measures nothing else does), disk
   and network are taken as 0: every row's dominant device is then the CPU, so for N >= 2
   no row finds a partner and the policy schedules as strict gang; N = 1 is paired gang's
@@ -137,7 +139,8 @@ class NPlus1Gang(MatrixGang):
         jobs = self.matrix.jobs_in(slot)
         if not jobs or any(self._jobs[j].exclusive for j in jobs):
             return tuple(1.0 for _ in self.devices)
-        vectors = [self.predictor.predict(j) for j in jobs]
+        any_device = self.n > 1  # N = 1: paired gang's sharp-change rule, the CPU's
+        vectors = [self.predictor.predict(j, any_device=any_device) for j in jobs]
         return tuple(max(v[i] for v in vectors) for i in range(len(self.devices)))
 
     def snapshot(self) -> dict[int, tuple[float, ...]]:
