@@ -206,7 +206,7 @@ def test_device_series_are_recorded_within_capacity() -> None:
 # ---- under the controller (fake agents: the acks carry CPU time only) ---------------------
 def _controller(params: dict[str, object]) -> tuple[Any, Any, Any, int, int]:
     from controller.scheduler import Scheduler
-    from tests.unit.controller_fakes import BUSY, Clock, FakePool
+    from tests.support.controller_fakes import BUSY, Clock, FakePool
 
     pool = FakePool(2)
     clock = Clock()
