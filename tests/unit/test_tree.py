@@ -23,6 +23,7 @@ def _repo(root: Path, files: dict[str, str]) -> Path:
         (root / rel).write_text("")
     (root / "agent/cdc/schemes.py").write_text("")
     for rel, body in files.items():
+        assert not Path(rel).is_absolute(), rel
         p = root / "tests" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(body)
@@ -37,8 +38,9 @@ def _found(root: Path) -> dict[str, str]:
     return out
 
 
+# Relative paths under tests/ (a leading "/" would make pathlib write at the root).
 PACKAGES = {
-    f"{d}/__init__.py": ""
+    str(Path(d, "__init__.py")): ""
     for d in ("", "unit", "unit/agent", "unit/agent/cdc", "live", "live/agent", "support")
 }
 
