@@ -56,7 +56,8 @@ class Reservation:
     nodes: tuple[int, ...]
 
 
-def _common_params(max_slots: int | None) -> tuple[ParamSpec, ...]:
+def matrix_params(max_slots: int | None) -> tuple[ParamSpec, ...]:
+    """The matrix's row limit and placement, as every matrix policy takes them."""
     return (
         ParamSpec(
             "max_slots",
@@ -76,7 +77,7 @@ _ALTERNATE = ParamSpec(
     True,
     "fill idle nodes with jobs of other rows (Wiseman & Feitelson 2003 §2.6)",
 )
-_ADMISSION = ParamSpec("admission", str, FCFS, "queue rule when no row fits", ADMISSIONS)
+ADMISSION_PARAM = ParamSpec("admission", str, FCFS, "queue rule when no row fits", ADMISSIONS)
 
 
 class MatrixGang(GangPolicy):
@@ -404,7 +405,7 @@ class StrictGang(MatrixGang):
     """
 
     name = "gang"
-    PARAMS: tuple[ParamSpec, ...] = (*_common_params(None), _ADMISSION, _ALTERNATE)
+    PARAMS: tuple[ParamSpec, ...] = (*matrix_params(None), ADMISSION_PARAM, _ALTERNATE)
 
     def __init__(
         self,
@@ -440,7 +441,7 @@ class _BoundedGang(StrictGang):
     """Strict gang over a bounded matrix (3 rows by default) with a fixed admission rule."""
 
     ADMISSION: str = FCFS
-    PARAMS: tuple[ParamSpec, ...] = (*_common_params(3), _ALTERNATE)
+    PARAMS: tuple[ParamSpec, ...] = (*matrix_params(3), _ALTERNATE)
 
     def __init__(
         self,

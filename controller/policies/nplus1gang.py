@@ -31,8 +31,8 @@ from operator import add
 
 from controller.policies.base import PolicyError, QuantumPlan
 from controller.policies.devices import CPU, MEASURED, VectorPredictor, check_devices, check_n
-from controller.policies.gang import ADMISSIONS, FCFS, MatrixGang
-from controller.policies.matrix import FIRST_FIT, PLACEMENTS
+from controller.policies.gang import ADMISSION_PARAM, FCFS, MatrixGang, matrix_params
+from controller.policies.matrix import FIRST_FIT
 from controller.policies.nplus1 import nplus1_match
 from controller.policies.params import ParamSpec
 
@@ -77,11 +77,8 @@ class NPlus1Gang(MatrixGang):
             "demand jump on any device that makes a job run alone (§4.2.3); none = off",
             nullable=True,
         ),
-        ParamSpec(
-            "max_slots", int, None, "most matrix rows (multiprogramming level); none = unlimited"
-        ),
-        ParamSpec("placement", str, FIRST_FIT, "row choice for a new gang", PLACEMENTS),
-        ParamSpec("admission", str, FCFS, "queue rule when no row fits", ADMISSIONS),
+        *matrix_params(None),
+        ADMISSION_PARAM,
         ParamSpec(
             "alternate",
             bool,

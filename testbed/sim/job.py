@@ -132,45 +132,29 @@ class SimJob:
             user=str(self.user),
         )
 
-    def cpu_at(self, done: float) -> float:
-        """CPU utilization of the phase the job is in after ``done`` seconds of progress."""
-        if self.runtime <= 0:
-            return self.phases[-1].cpu
+    def phase_at(self, done: float) -> Phase:
+        """The phase the job is in after ``done`` seconds of progress."""
+        if len(self.phases) == 1 or self.runtime <= 0:
+            return self.phases[-1]
         pos = done / self.runtime
         acc = 0.0
         for p in self.phases:
             acc += p.fraction
             if pos < acc - 1e-12:
-                return p.cpu
-        return self.phases[-1].cpu
+                return p
+        return self.phases[-1]
+
+    def cpu_at(self, done: float) -> float:
+        """CPU utilization of the phase the job is in after ``done`` seconds of progress."""
+        return self.phase_at(done).cpu
 
     def io_at(self, done: float) -> float:
         """Device share of the phase the job is in after ``done`` seconds of progress."""
-        if len(self.phases) == 1:
-            return self.phases[0].io
-        if self.runtime <= 0:
-            return self.phases[-1].io
-        pos = done / self.runtime
-        acc = 0.0
-        for p in self.phases:
-            acc += p.fraction
-            if pos < acc - 1e-12:
-                return p.io
-        return self.phases[-1].io
+        return self.phase_at(done).io
 
     def net_at(self, done: float) -> float:
         """Network share of the phase the job is in after ``done`` seconds of progress."""
-        if len(self.phases) == 1:
-            return self.phases[0].net
-        if self.runtime <= 0:
-            return self.phases[-1].net
-        pos = done / self.runtime
-        acc = 0.0
-        for p in self.phases:
-            acc += p.fraction
-            if pos < acc - 1e-12:
-                return p.net
-        return self.phases[-1].net
+        return self.phase_at(done).net
 
     def phase_end(self, done: float) -> float:
         """Progress (seconds) at which the current phase ends."""
