@@ -40,6 +40,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -499,11 +500,19 @@ def remove_files(paths: SshPaths) -> list[str]:
     if os.path.lexists(paths.dir):
         st = os.lstat(paths.dir)
         if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(paths.dir)
+            # an sshd just sent SIGTERM unlinks its own pidfile while we walk the tree
+            shutil.rmtree(paths.dir, onerror=_gone_is_fine)
         else:
             os.unlink(paths.dir)
         removed.append(paths.dir)
     return removed
+
+
+def _gone_is_fine(func: Callable[..., object], path: str, exc_info: object) -> None:
+    """rmtree's error hook: a file that vanished under us is what we wanted."""
+    err = sys.exc_info()[1]
+    if not isinstance(err, FileNotFoundError):
+        raise err if err is not None else OSError(f"cannot remove {path}")
 
 
 def stray_sshds(paths: SshPaths) -> list[int]:

@@ -210,3 +210,40 @@ def test_clean_removes_ssh_files_a_crash_left_without_a_state(tmp_path: Path) ->
     assert paths.inventory in rep.removed and paths.dir in rep.removed
     assert not os.path.exists(paths.dir) and not rep.killed
     assert not os.path.exists(state_mod.state_path(env.sdir()))
+
+
+def test_remove_files_tolerates_a_pidfile_its_sshd_unlinks_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race CI hit: `clean` sent SIGTERM, and the dying sshd removed its pidfile
+    # while rmtree walked the directory.
+    paths = SshPaths(str(tmp_path))
+    os.makedirs(paths.dir)
+    pidfile = os.path.join(paths.dir, "sshd-head.pid")
+    Path(pidfile).write_text("1\n")
+    Path(paths.dir, "authorized_keys").write_text("")
+    real_unlink = os.unlink
+
+    def racing_unlink(path: Any, *args: Any, **kw: Any) -> None:
+        if str(path).endswith("sshd-head.pid"):
+            real_unlink(pidfile)  # the sshd got there first
+        real_unlink(path, *args, **kw)
+
+    monkeypatch.setattr(os, "unlink", racing_unlink)
+    assert paths.dir in sshd_mod.remove_files(paths)
+    assert not os.path.lexists(paths.dir)
+
+
+def test_remove_files_still_reports_other_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = SshPaths(str(tmp_path))
+    os.makedirs(paths.dir)
+    Path(paths.dir, "authorized_keys").write_text("")
+
+    def refusing_unlink(path: Any, *args: Any, **kw: Any) -> None:
+        raise PermissionError(1, "Operation not permitted", str(path))
+
+    monkeypatch.setattr(os, "unlink", refusing_unlink)
+    with pytest.raises(PermissionError):
+        sshd_mod.remove_files(paths)
