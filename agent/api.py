@@ -78,6 +78,9 @@ class Node(Protocol):
     def tt_wait(self) -> str: ...
 
     @property
+    def realtime(self) -> bool: ...  # SCHED_FIFO granted: orders a time-triggered switch
+
+    @property
     def failsafe(self) -> FailSafe: ...  # read only
 
     @property
@@ -259,6 +262,7 @@ class AgentAPI:
             "dropped": c.dropped,
             "max_ahead_s": slot.max_ahead,
             "wait": self.agent.tt_wait,
+            "realtime": self.agent.realtime,
         }
 
     def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]] | None:

@@ -9,7 +9,8 @@
   test process itself saw (its own wake-up lateness, measured alongside).
 * Controller: ``python -m controller --lead-ms 20`` runs strict gang with
   time-triggered switches; its status says so, counts no more than a few late
-  plans, and sampling the freezer states (v1 or cgroup2) never shows two jobs
+  plans beyond the stalls a reference thread of the test saw meanwhile, and
+  sampling the freezer states (v1 or cgroup2) never shows two jobs
   THAWED on one node in two consecutive samples >= 2 ms apart, although a
   SCHED_FIFO agent thaws the incoming job before it freezes the outgoing one
   (one without SCHED_FIFO asks for the freeze first, agent/daemon.py).
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.live import SPIN, Live, count_violations
+from tests.support.live import SPIN, Live, WakeStalls, count_violations
 
 QUANTUM = 0.05
 LEAD = 0.02
@@ -139,8 +140,15 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
             f" lateness p50 {statistics.median(lateness):.1f} us;"
             f" {late} of {len(lateness)} plans late, sender stalled in {stalled} rounds"
         )
-        # Compared with the reference measured above, not with a fixed figure.
-        assert statistics.median(timed) <= statistics.median(immediate)
+        realtime = [c.status(name)["plans"]["realtime"] for name, c in clients]
+        # Compared with the reference measured above, not with a fixed figure. An agent
+        # refused SCHED_FIFO (cgroup2 with RT group scheduling) thaws when the kernel
+        # wakes it: its skew is bounded by its own wake-up lateness, not by immediate
+        # mode's (which measures only the gap between two sends).
+        bound = statistics.median(immediate)
+        if not all(realtime):
+            bound = max(bound, statistics.median(lateness))
+        assert statistics.median(timed) <= bound, (realtime, bound)
         for name, c in clients:
             plans = c.status(name)["plans"]
             assert plans["accepted"] == SWITCHES, plans
@@ -170,20 +178,25 @@ def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
 @pytest.mark.root
 def test_controller_runs_time_triggered_gang(live: Live) -> None:
     live.start("gang", "--lead-ms", str(LEAD * 1000), quantum=QUANTUM)
-    a = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "a"})["job_id"]
-    b = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "b"})["job_id"]
-    time.sleep(0.5)
-    violations, samples = count_violations(live, 3.0)
+    with WakeStalls(QUANTUM, LEAD / 2) as ref:
+        a = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "a"})["job_id"]
+        b = live.req("submit", spec={"size": 2, "argv": SPIN, "name": "b"})["job_id"]
+        time.sleep(0.5)
+        violations, samples = count_violations(live, 3.0)
+        status = live.req("status")
+    print(f"late plans {status['late_plans']} of {2 * status['timed_quanta']};"
+          f" reference stalled {ref.stalls} of {ref.wakeups} wake-ups")  # fmt: skip
     assert samples > 300, samples
     assert violations == 0, f"{violations} of {samples} samples had two jobs THAWED on a node"
-    status = live.req("status")
     assert status["switch_mode"] == "time-triggered", status
     assert status["lead_ms"] == pytest.approx(LEAD * 1000)
     # every quantum the controller ran with two gangs was time-triggered (how many it ran
     # depends on how busy the host is: at least 20 in 3.5 s of 50 ms quanta)
     assert status["quanta"] >= 20 and status["timed_quanta"] >= 0.9 * (status["quanta"] - 5), status
-    # Late plans may happen on a loaded host; most must not be.
-    assert status["late_plans"] <= 0.1 * 2 * status["timed_quanta"], status
+    # Late plans may happen on a loaded host: few beyond the stalls the reference saw
+    # (a stall may make both nodes' plans of that quantum late).
+    allowed = max(2, 0.1 * 2 * status["timed_quanta"]) + 2 * ref.stalls
+    assert status["late_plans"] <= allowed, (status, ref.stalls)
     assert status["thaw_skew_p50_s"] is not None and status["lateness_p50_s"] is not None
     recs = {j["job_id"]: j for j in live.req("jobs")}
     for j in (a, b):

@@ -7,6 +7,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,33 @@ def count_violations(live: Live, seconds: float) -> tuple[int, int]:
         prev = thawed
         samples += 1
     return violations, samples
+
+
+class WakeStalls:
+    """A reference measured alongside a live test: a thread of the test process
+    (SCHED_OTHER, like an unprivileged daemon) sleeps ``period`` at a time and counts
+    the wake-ups more than ``late`` seconds late, i.e. how often this host stalled a
+    process for longer than a plan's lead while the test ran."""
+
+    def __init__(self, period: float, late: float) -> None:
+        self.period, self.late = period, late
+        self.stalls = 0
+        self.wakeups = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        due = time.monotonic() + self.period
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            now = time.monotonic()
+            self.wakeups += 1
+            self.stalls += now - due > self.late
+            due = max(due + self.period, now)
+
+    def __enter__(self) -> WakeStalls:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()

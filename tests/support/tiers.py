@@ -105,15 +105,7 @@ V2ONLY = frozenset(
 # fake's cgroup2 threaded controllers); two jobs THAWED at once in strict gang (the
 # agent, refused SCHED_FIFO on cgroup2, thawed before it froze: docs/cluster.md); the
 # absolute late-plan threshold (now against the sender's own stalls).
-V2ONLY_KNOWN_FAILURES: dict[str, str] = {
-    # seen once after the fix (2026-11-27, 1 of 2 stage runs): time-triggered thaw skew
-    # above immediate mode's; on v2 the agent, refused SCHED_FIFO, now writes the
-    # freezes before the thaws
-    "tests/integration/test_timed_switch_live.py"
-    "::test_both_agents_apply_each_plan_at_its_instant": (
-        "thaw skew p50 us: immediate 29.1, time-triggered 49.5 (agents without SCHED_FIFO)"
-    ),
-}
+V2ONLY_KNOWN_FAILURES: dict[str, str] = {}
 
 
 # What a fast-tier test may not read (tests/conftest.py): the host's cgroups and mounts,
