@@ -42,6 +42,11 @@ S = "paired-scale-fig10-12"  # issue 25: the paper's scale, five seeds
 T = "paired-trace-fig3-13"  # issue 25: Figs. 3 and 13
 TN = "in the simulator (no live Fig. 13 yet), five seeds jittering the copies"
 SN = "at the paper's scale: 16 nodes, 1,000 jobs, five seeds, the execution model of issue 25"
+CS = "cdc-paper-scale"  # issue 24: the CDC simulator at the paper's node count and speeds
+CSN = (
+    "in the simulator: 16 nodes at the paper's two speeds, five seeds; 20-job streams "
+    "(the paper: 100), SB, HYBRID and CC-B only"
+)
 PAPERS: dict[str, tuple[Row, ...]] = {
     "Wiseman & Feitelson 2003": (
         Row("§2.3, Fig. 3", "eq. (1)'s prediction follows a job's measured CPU utilization",
@@ -194,6 +199,15 @@ PAPERS: dict[str, tuple[Row, ...]] = {
             ("yb2011/fig7a/cc-b-vs-hybrid-response",)),
         Row("§5.3, Fig. 7(a)", "CC-S by up to 8.02 % against PB", "cdc-policies",
             ("yb2011/fig7a/cc-s-vs-pb-response",)),
+        Row("§5.3, Fig. 7(a)", "CC-B reduces the response time by up to 36.6 % against SB "
+            "(tolerance: at least half of it), simulated", CS,
+            ("yb2011/sim/cc-b-vs-sb-avg-response-time-heavy-load",), note=CSN),
+        Row("§5.3, Fig. 7(a)", "…and by up to 24.7 % against HYBRID, simulated", CS,
+            ("yb2011/sim/cc-b-vs-hybrid-avg-response-time-heavy-load",), note=CSN),
+        Row("§5.3, Fig. 8(a)", "CC-B reduces the BCR by up to 22 % and the MD by up to 25 % "
+            "against SB, simulated", CS,
+            ("yb2011/sim/cc-b-vs-sb-bcr-heavy-load", "yb2011/sim/cc-b-vs-sb-md-heavy-load"),
+            note=CSN),
         Row("§5.3, Fig. 8", "the load does not change DCS's and PB's BCR and MD",
             "cdc-policies", ("yb2011/fig8/dcs-pb-bcr-load", "yb2011/fig8/dcs-pb-md-load")),
         Row("§5.3, Fig. 8", "the BCR and MD of DCS, PB and CC-S are larger than those of SB, "

@@ -3,7 +3,7 @@ over seeds (§5.3-5.5), with a verdict per stated claim that respects the seed-t
 spread. The runs and the report live in testbed/sim/cdc/study.py and studyreport.py; this
 module puts them behind the study protocol. Each run is kept as ``OUT/runs/*.json``, so a
 study resumes and a subset (a spec listing fewer parts, schemes or jobs) is reported as
-what it is. The claims stay in the report's own table (not yet in the ledger).
+what it is. Its claims enter the reproduction ledger through cdcsim/claims.py.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
+from testbed.experiment.claims import Claim
 from testbed.experiment.fields import SpecError, Table
 from testbed.experiment.protocol import RunContext, Study
 
@@ -76,6 +77,11 @@ class CdcSimStudy(Study):
                     f"ours {o['mean_pct']:+.1f} % over {o['seeds']} seed(s): {o['verdict']}"
                 )
         return "\n".join(lines)
+
+    def claims(self, data: Any) -> list[Claim]:
+        from testbed.experiment.cdcsim.claims import claims
+
+        return claims(data)
 
 
 STUDY = CdcSimStudy()
