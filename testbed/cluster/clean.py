@@ -51,7 +51,9 @@ class CleanReport:
             lines.append("tore down the recorded cluster")
         lines += [f"removed {r}" for r in self.removed]
         if self.killed:
-            lines.append(f"killed PIDs left in cosched cgroups: {self.killed}")
+            # a process is seen once per hierarchy it sits in (v1): name it once
+            pids = sorted(set(self.killed))
+            lines.append(f"killed PIDs left in cosched cgroups: {pids}")
         lines += [f"warning: {x}" for x in self.lingering]
         lines += [f"problem: {p}" for p in self.problems]
         return "\n".join(lines) if lines else "nothing to clean"
