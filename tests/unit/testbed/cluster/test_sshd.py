@@ -247,4 +247,3 @@ def test_remove_files_still_reports_other_errors(
     monkeypatch.setattr(os, "unlink", refusing_unlink)
     with pytest.raises(PermissionError):
         sshd_mod.remove_files(paths)
-
