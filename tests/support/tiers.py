@@ -81,6 +81,8 @@ SLOW = frozenset(
         "tests/live/testbed/experiment/paired/test_report.py::test_sweep_reports",
         # 12 simulated runs against their recorded figures (about 20 s of CPU)
         "tests/live/testbed/sim/cdc/test_run_golden.py",
+        # 17 small runs against their bit-exact recorded figures (about 35 s of CPU)
+        "tests/live/testbed/sim/cdc/test_engine_golden.py",
     }
 )
 
