@@ -15,6 +15,7 @@ made run. See docs/cdc.md for every such choice.
 
 from __future__ import annotations
 
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -77,6 +78,16 @@ class Scheme(ABC):
         the views only).
         """
         return math.inf
+
+    def repeat_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
+        """Until when decisions of any kind on these same views return this one's holder.
+
+        Called right after a decision on ``procs``, like :meth:`tick_stable_until`, but
+        for any event and with a margin for rounding: the simulator's CC path uses it to
+        skip asking the scheme again while two or more processes are pending. Default:
+        no guarantee (``now``).
+        """
+        return now
 
     @abstractmethod
     def decide(
@@ -259,6 +270,41 @@ class _Contention(Scheme):
                 until = min(until, now + (-u) * nf / 1e6)
             elif u < W_R_MAX:
                 until = min(until, now + (W_R_MAX - u) * nf / 1e6)
+        return until
+
+    def repeat_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
+        """Every unclamped W_r grows at the same rate, so decide() on these views returns
+        the same holder while no weight comes within ``m`` of a clamp bound (0 or 100) and
+        no two weights inside the bounds lie within ``m`` of each other: the comparisons
+        decide() makes (>, == between clamped weights, first_seen on ties) keep their
+        outcome. ``m`` is far above the rounding of eq. (3)-(4) (a few ulps of ``now`` in
+        µs and of the ERLs), so the floats decide() would compute compare as these do."""
+        last = self._last
+        if last is None or last[0] is not procs or last[1] != now:
+            return now
+        us = last[2]
+        if len(us) < 2:
+            return math.inf  # one pending process holds the boost (or none does)
+        emax = self.erl_max()
+        nf = emax / W_R_MAX
+        big = emax + max(abs(u) for u in us) * nf
+        m = (1e-3 + 1e3 * (math.ulp(now) * 1e6 + math.ulp(big))) / nf
+        until = math.inf
+        mids: list[float] = []
+        for u in us:
+            if u >= W_R_MAX + m:
+                continue  # clamped at 100, and W_r only grows
+            if u <= -m:
+                until = min(until, now + (-u - m) * nf / 1e6)  # 0 until it nears 0
+            elif m < u < W_R_MAX - m:
+                until = min(until, now + (W_R_MAX - m - u) * nf / 1e6)
+                mids.append(u)
+            else:
+                return now  # near a clamp bound
+        mids.sort()
+        for a, b in itertools.pairwise(mids):
+            if b - a < m:
+                return now  # a near tie
         return until
 
     def decide(

@@ -1,4 +1,4 @@
-"""The CDC simulator's exact figures on small runs, bit for bit (tests/support/data/cdc_sim_exact.json).
+"""The CDC simulator's exact figures on small runs, bit for bit (data/cdc_sim_exact.json).
 
 The speed work on testbed/sim/cdc/engine.py must not change what it simulates.
 Each cell here is one small run -- the nine schemes (spinning, blocking and

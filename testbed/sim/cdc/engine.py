@@ -262,7 +262,12 @@ class _Node:
         "acct_next",
         "busy",
         "by_key",
+        "cc_erls",
+        "cc_key",
+        "cc_pend",
+        "cc_until",
         "cdc",
+        "cver",
         "decisions_eval",
         "ed_next_k",
         "ed_run",
@@ -327,6 +332,13 @@ class _Node:
         self.view_ver = 0  # bumped whenever something the scheme looks at changes
         self.eval_ver = -1  # view_ver at the last decision the scheme made
         self.stable_t = -INF  # until when that decision repeats on the same views
+        # CC with two or more pending (_decide): the views' content version (bumped by every
+        # change of what _views reads besides the clock), and what the last evaluation saw
+        self.cver = 0
+        self.cc_key: tuple[int, int] = (-1, -1)  # (view_ver, cver) of the last evaluation
+        self.cc_until = -INF  # its outcome provably repeats on those views until then
+        self.cc_erls: list[float] = []  # the ERLs its views carried, in the order added
+        self.cc_pend = 0  # processes with pending messages in its views
 
 
 class CdcSim:
@@ -517,6 +529,7 @@ class CdcSim:
                 nd.procs.append(p)
                 nd.by_key[p.key] = p
                 nd.view_ver += 1
+                nd.cver += 1
             self._push(t + self.p.launch_s, EV_START, job)
             self._changed(t)
 
@@ -679,6 +692,7 @@ class CdcSim:
             # a new process starts at the node's least CPU received, as CFS places a new task
             p.vrt = self._base_vrt(p.node, p)
             p.state = COMPUTE
+            p.node.cver += 1
             self._load_step(p)
             self._runnable(p, t)
 
@@ -694,6 +708,7 @@ class CdcSim:
         nd = p.node
         self._account(nd, t)
         p.state = DONE
+        nd.cver += 1
         if p.pending:
             p.pending = False
             nd.npend -= 1
@@ -751,6 +766,7 @@ class CdcSim:
             if flags & COLL_ON and not p.in_coll:
                 p.in_coll = True
                 p.node.view_ver += 1
+                p.node.cver += 1
                 if self.hybrid:
                     self._push(t + self.agent_delay, EV_COLL, p, 1)
             for dst, nbytes in st[1]:
@@ -761,6 +777,7 @@ class CdcSim:
             if flags & COLL_OFF and p.in_coll:
                 p.in_coll = False
                 p.node.view_ver += 1
+                p.node.cver += 1
                 if self.hybrid:
                     self._push(t + self.agent_delay, EV_COLL, p, 0)
             if not self._next_step(p):
@@ -769,7 +786,9 @@ class CdcSim:
                 return
             self._load_step(p)
             if p.remaining > 0:
-                p.state = COMPUTE
+                if p.state != COMPUTE:
+                    p.state = COMPUTE
+                    p.node.cver += 1
                 return
 
     # ---- messages -----------------------------------------------------------------------
@@ -786,7 +805,10 @@ class CdcSim:
         erl = 0.0  # the sender's ERL the message carries (only CC reads it)
         if self.uses_erl:
             erl = sn.erl_pub if self.gossip else sn.cdc.erl_us
-        q.chans[p.rank].append((arr, erl))
+        ch = q.chans[p.rank]
+        if not ch or q.waiting:
+            dn.cver += 1  # a new head, or past a waiting receiver's needed ones (_views)
+        ch.append((arr, erl))
         src = p.rank
         absorbed = False
         if q.waiting:
@@ -837,7 +859,9 @@ class CdcSim:
                 a = ch[(have if have < k else k) - 1][0]
                 if a > last:
                     last = a
-        p.node.md_count += got  # there before the wait began: MD 0
+        nd = p.node
+        nd.md_count += got  # there before the wait began: MD 0
+        nd.cver += 1
         if not need:
             self._after_consume(p, t, len(recvs), p.steps[p.step][3])
             return True
@@ -871,6 +895,7 @@ class CdcSim:
         """Complete the wait's receives that arrived by ``t`` (observed at max(arrival, since));
         True when the wait is over."""
         nd = p.node
+        nd.cver += 1
         need = p.need
         ws = p.wait_start
         for s in list(need):
@@ -932,12 +957,14 @@ class CdcSim:
         p.waiting = False
         p.pblocked = False
         p.spin_until = INF
+        p.node.cver += 1
         st = p.steps[p.step]
         self._after_consume(p, t, len(st[2]), st[3])
         flags = st[4]
         if flags & COLL_OFF and p.in_coll:
             p.in_coll = False
             p.node.view_ver += 1
+            p.node.cver += 1
             if self.hybrid:
                 self._push(t + self.agent_delay, EV_COLL, p, 0)
         if not self._next_step(p):
@@ -945,6 +972,7 @@ class CdcSim:
             return
         self._load_step(p)
         p.state = COMPUTE
+        p.node.cver += 1
         if p.remaining <= 0:
             self._advance(p, t)
 
@@ -1047,12 +1075,17 @@ class CdcSim:
     def _views(self, nd: _Node, t: float) -> dict[str, ProcView]:
         """What the agent would see now. The one side effect: with CC, the ERLs the pending
         messages carry are added to the run's ERL statistics (one at a time, in the order of
-        the views, so the sum is the same as adding them after the decision)."""
+        the views, so the sum is the same as adding them after the decision); with CC too,
+        the node keeps those ERLs (``cc_erls``), how many views are pending (``cc_pend``) and
+        the earliest arrival still to become visible among the messages looked at
+        (``cc_until``: the views hold until then unless ``cver`` moves)."""
         out: dict[str, ProcView] = {}
         running = nd.running
         count_erl = self.uses_erl
         esum = self.erl_sum
-        en = 0
+        erls: list[float] = []
+        vis = INF
+        npv = 0
         for p in nd.procs:
             if p.state == NEW:
                 continue
@@ -1066,7 +1099,11 @@ class CdcSim:
                             msgs.append(PendingMsg(erl, a))
                             if count_erl:
                                 esum += erl
-                                en += 1
+                                erls.append(erl)
+                        elif a < vis:
+                            vis = a
+                if msgs:
+                    npv += 1
                 out[p.key] = ProcView(p.key, tuple(msgs), p.pblocked, p.in_coll)
                 continue
             for s, ch in enumerate(p.chans):
@@ -1076,6 +1113,8 @@ class CdcSim:
                         k = p.need[s]
                         for a, erl in ch:
                             if a > t:
+                                if a < vis:
+                                    vis = a
                                 break
                             if k:
                                 k -= 1
@@ -1086,20 +1125,57 @@ class CdcSim:
                     a, erl = ch[0]
                     if a <= t:
                         msgs.append(PendingMsg(erl, a))
+                    elif a < vis:
+                        vis = a
             if count_erl:
                 for m in msgs:
                     esum += m.erl_us
-                    en += 1
+                    erls.append(m.erl_us)
+            if msgs:
+                npv += 1
             out[p.key] = ProcView(p.key, tuple(msgs), p.pblocked, p.in_coll)
         self.erl_sum = esum
-        self.erl_n += en
+        if count_erl:
+            self.erl_n += len(erls)
+            nd.cc_erls = erls
+            nd.cc_pend = npv
+            nd.cc_until = vis
         return out
+
+    def _repeat_cc(self, nd: _Node, t: float, event: Event, tick: int) -> None:
+        """CC, two or more pending, the views as at the last evaluation and its outcome
+        provably the same now (``cc_until``): what evaluating would do, without the scheme.
+        The ERL statistics get the same additions in the same order; the counters the same
+        decision point (agent/cdc/node.py's ``repeat``, with the views' pending count)."""
+        esum = self.erl_sum
+        for e in nd.cc_erls:
+            esum += e
+        self.erl_sum = esum
+        self.erl_n += len(nd.cc_erls)
+        if tick >= 0:
+            self._update_erl(nd, tick, t, nd.npend)
+        nd.cdc.repeat(event, nd.cc_pend)
+        nd.eval_ver = nd.view_ver
+        nd.stable_t = t
+        if tick >= 0 and self.ticks_matter:
+            self._dirty(nd, t)  # as after an evaluation: with two pending, the next tick too
+        h = nd.cdc.holder
+        self._set_holder(nd, nd.by_key.get(h) if h is not None else None, t)
 
     def _decide(
         self, nd: _Node, t: float, event: Event, subject: _Proc | None, tick: int = -1
     ) -> None:
         if tick < 0:
             self._account(nd, t)
+        if (
+            self.uses_erl
+            and nd.npend >= 2
+            and nd.cc_key == nd.cver
+            and t < nd.cc_until
+            and not self.exact_ticks
+        ):
+            self._repeat_cc(nd, t, event, tick)
+            return
         if (
             not self.exact_ticks
             and nd.view_ver == nd.eval_ver
@@ -1129,6 +1205,11 @@ class CdcSim:
         holder = nd.by_key.get(key) if key is not None else None
         nd.eval_ver = nd.view_ver
         nd.stable_t = cdc.scheme.tick_stable_until(t, views)
+        if self.uses_erl:
+            nd.cc_key = nd.cver
+            r = cdc.scheme.repeat_until(t, views)
+            if r < nd.cc_until:
+                nd.cc_until = r
         if self.uses_erl:
             # the ticks that close an ED window or republish the ERL change it: decide then
             for k in (nd.ed_next_k, nd.pub_next_k):
@@ -1208,6 +1289,7 @@ class CdcSim:
         nd = p.node
         if p.state == BLOCK:
             p.state = SPIN  # back from poll(); it completes its receives when it runs
+            nd.cver += 1
             # sleeper credit, as CFS places a woken task: at most one slice behind
             mv = self._base_vrt(nd, p)
             if p.vrt < mv - self.slice:
@@ -1229,6 +1311,7 @@ class CdcSim:
         p.pblocked = True  # only IB's and SB's arrival decisions read it (for a pending subject)
         p.spin_until = INF
         nd = p.node
+        nd.cver += 1
         if p.missing == 0:
             self._push(max(p.wait_last, t) + self.wake, EV_WAKE, p, p.wait_ver)
         if nd.running is p:
@@ -1278,6 +1361,7 @@ class CdcSim:
                 self._schedule_onset(cur, t)
         nd.running = nxt
         nd.ver += 1
+        nd.cver += 1
         if nxt is None:
             return
         cs = 0.0 if nxt is nd.last_ran else self.cs
