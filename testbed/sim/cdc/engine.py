@@ -332,10 +332,11 @@ class _Node:
         self.view_ver = 0  # bumped whenever something the scheme looks at changes
         self.eval_ver = -1  # view_ver at the last decision the scheme made
         self.stable_t = -INF  # until when that decision repeats on the same views
-        # CC with two or more pending (_decide): the views' content version (bumped by every
-        # change of what _views reads besides the clock), and what the last evaluation saw
+        # CC with two or more pending (_decide): the version of what CC reads in the views
+        # (which processes, their pending messages), bumped by every change of it but the
+        # clock's (a message becoming visible: cc_until), and what the last evaluation saw
         self.cver = 0
-        self.cc_key: tuple[int, int] = (-1, -1)  # (view_ver, cver) of the last evaluation
+        self.cc_key = -1  # cver at the last evaluation
         self.cc_until = -INF  # its outcome provably repeats on those views until then
         self.cc_erls: list[float] = []  # the ERLs its views carried, in the order added
         self.cc_pend = 0  # processes with pending messages in its views
@@ -766,7 +767,6 @@ class CdcSim:
             if flags & COLL_ON and not p.in_coll:
                 p.in_coll = True
                 p.node.view_ver += 1
-                p.node.cver += 1
                 if self.hybrid:
                     self._push(t + self.agent_delay, EV_COLL, p, 1)
             for dst, nbytes in st[1]:
@@ -777,7 +777,6 @@ class CdcSim:
             if flags & COLL_OFF and p.in_coll:
                 p.in_coll = False
                 p.node.view_ver += 1
-                p.node.cver += 1
                 if self.hybrid:
                     self._push(t + self.agent_delay, EV_COLL, p, 0)
             if not self._next_step(p):
@@ -786,9 +785,7 @@ class CdcSim:
                 return
             self._load_step(p)
             if p.remaining > 0:
-                if p.state != COMPUTE:
-                    p.state = COMPUTE
-                    p.node.cver += 1
+                p.state = COMPUTE
                 return
 
     # ---- messages -----------------------------------------------------------------------
@@ -806,8 +803,8 @@ class CdcSim:
         if self.uses_erl:
             erl = sn.erl_pub if self.gossip else sn.cdc.erl_us
         ch = q.chans[p.rank]
-        if not ch or q.waiting:
-            dn.cver += 1  # a new head, or past a waiting receiver's needed ones (_views)
+        if not ch or (q.waiting and q.state == SPIN and dn.running is q):
+            dn.cver += 1  # a new head, or past a running spinner's needed ones (_views)
         ch.append((arr, erl))
         src = p.rank
         absorbed = False
@@ -861,7 +858,8 @@ class CdcSim:
                     last = a
         nd = p.node
         nd.md_count += got  # there before the wait began: MD 0
-        nd.cver += 1
+        if got:
+            nd.cver += 1
         if not need:
             self._after_consume(p, t, len(recvs), p.steps[p.step][3])
             return True
@@ -878,6 +876,7 @@ class CdcSim:
             self._block(p, t)
         else:
             p.state = SPIN
+            nd.cver += 1  # running, waiting, spinning: its view reads past the needed ones
             p.spin_until = t + self.spin if mode == "spinblock" else INF
             if missing == 0:
                 self._wait_ready(p, t)
@@ -895,7 +894,6 @@ class CdcSim:
         """Complete the wait's receives that arrived by ``t`` (observed at max(arrival, since));
         True when the wait is over."""
         nd = p.node
-        nd.cver += 1
         need = p.need
         ws = p.wait_start
         for s in list(need):
@@ -903,6 +901,7 @@ class CdcSim:
             ch = p.chans[s]
             while k and ch and ch[0][0] <= t:
                 a = ch.popleft()[0]
+                nd.cver += 1
                 obs = a if a > since else since
                 nd.md_count += 1
                 nd.md_sum += obs - ws if obs > ws else 0.0
@@ -954,17 +953,17 @@ class CdcSim:
 
     def _finish_wait(self, p: _Proc, t: float) -> None:
         """The wait is over: account its receives, go on with the program."""
+        if p.state == SPIN and p.node.running is p:
+            p.node.cver += 1
         p.waiting = False
         p.pblocked = False
         p.spin_until = INF
-        p.node.cver += 1
         st = p.steps[p.step]
         self._after_consume(p, t, len(st[2]), st[3])
         flags = st[4]
         if flags & COLL_OFF and p.in_coll:
             p.in_coll = False
             p.node.view_ver += 1
-            p.node.cver += 1
             if self.hybrid:
                 self._push(t + self.agent_delay, EV_COLL, p, 0)
         if not self._next_step(p):
@@ -972,7 +971,6 @@ class CdcSim:
             return
         self._load_step(p)
         p.state = COMPUTE
-        p.node.cver += 1
         if p.remaining <= 0:
             self._advance(p, t)
 
@@ -1289,7 +1287,6 @@ class CdcSim:
         nd = p.node
         if p.state == BLOCK:
             p.state = SPIN  # back from poll(); it completes its receives when it runs
-            nd.cver += 1
             # sleeper credit, as CFS places a woken task: at most one slice behind
             mv = self._base_vrt(nd, p)
             if p.vrt < mv - self.slice:
@@ -1307,11 +1304,12 @@ class CdcSim:
             self._switch(nd, p, t)
 
     def _block(self, p: _Proc, t: float) -> None:
+        nd = p.node
+        if p.state == SPIN and nd.running is p:
+            nd.cver += 1
         p.state = BLOCK
         p.pblocked = True  # only IB's and SB's arrival decisions read it (for a pending subject)
         p.spin_until = INF
-        nd = p.node
-        nd.cver += 1
         if p.missing == 0:
             self._push(max(p.wait_last, t) + self.wake, EV_WAKE, p, p.wait_ver)
         if nd.running is p:
@@ -1359,9 +1357,12 @@ class CdcSim:
                 self._consume_arrived(cur, t, rs)
             if cur.state != DONE:
                 self._schedule_onset(cur, t)
+        if (cur is not None and cur.waiting and cur.state == SPIN) or (
+            nxt is not None and nxt.waiting and nxt.state == SPIN
+        ):
+            nd.cver += 1  # a running spinner's view reads past what its wait needs (_views)
         nd.running = nxt
         nd.ver += 1
-        nd.cver += 1
         if nxt is None:
             return
         cs = 0.0 if nxt is nd.last_ran else self.cs

@@ -175,3 +175,47 @@ def test_cc_s_reorders_only_at_ticks() -> None:
     s = make_scheme("cc-s")
     assert not s.is_decision(A)
     assert make_scheme("cc-b").is_decision(A)
+
+
+def test_cc_repeat_until_bounds_the_same_holder() -> None:
+    # MPL 5, 41 ms slices: ERL_max 205 ms, NF 2050 us per W_r unit
+    cc = make_scheme("cc-b", 5, 0.001, 0.041)
+    v = view(a=pending("a", 10.0, 150_000.0), b=pending("b", 10.0, 100_000.0))
+    now = 10.001
+    assert cc.decide(now, Event.TICK, None, v) == "b"  # the shorter ERL weighs more
+    until = cc.repeat_until(now, v)
+    # W_r: a 27.3, b 51.7, both growing 1 per 2050 us; b nears the clamp at 100 first,
+    # 99 ms later, and the holder may change from then on
+    assert now + 0.098 < until < now + 0.0991
+    for t in (now + 0.001, (now + until) / 2, until - 1e-6):
+        assert cc.decide(t, Event.TICK, None, v) == "b"
+    # asked at another time than its last decision's: no guarantee
+    cc.decide(now, Event.TICK, None, v)
+    assert cc.repeat_until(now + 0.001, v) == now + 0.001
+
+
+def test_cc_repeat_until_refuses_near_ties_and_clamp_bounds() -> None:
+    cc = make_scheme("cc-b", 5, 0.001, 0.041)
+    tie = view(a=pending("a", 10.0, 100_000.0), b=pending("b", 10.0, 100_000.0 + 1e-9))
+    cc.decide(10.001, Event.TICK, None, tie)
+    assert cc.repeat_until(10.001, tie) == 10.001
+    # a's W_r exactly at the 0 clamp (ERL' = ERL_max)
+    edge = view(a=pending("a", 10.0, 205_000.0 + 1_000.0), b=pending("b", 10.0, 50_000.0))
+    cc.decide(10.001, Event.TICK, None, edge)
+    assert cc.repeat_until(10.001, edge) == 10.001
+    # both clamped at 100 (old messages, tiny ERLs): the tie-break holds for good
+    old = view(a=pending("a", 1.0, 0.0), b=pending("b", 2.0, 0.0))
+    assert cc.decide(10.0, Event.TICK, None, old) == "a"
+    assert cc.repeat_until(10.0, old) == math.inf
+    # one pending process holds the boost whatever the time
+    one = view(a=pending("a", 10.0, 1e5), b=idle("b"))
+    cc.decide(10.001, Event.TICK, None, one)
+    assert cc.repeat_until(10.001, one) == math.inf
+
+
+def test_only_cc_promises_repeats() -> None:
+    for name in ("local", "dcs", "pb", "ib", "sb", "hybrid"):
+        s = make_scheme(name)
+        v = view(a=pending("a"), b=pending("b"))
+        s.decide(1.0, Event.TICK, None, v)
+        assert s.repeat_until(1.0, v) == 1.0
