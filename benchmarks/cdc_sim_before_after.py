@@ -6,7 +6,8 @@ Byun's WL6 at the paper's scale (16 nodes, MPL 5, heavy load, fluid mode) in a
 fresh process per round, alternating before and after (ABAB), and prints each
 round's CPU seconds (the child's user + system time: the host is shared), the
 ratio of the medians, and whether every simulated figure of the two agreed
-(only events, evaluated decisions and wall time may differ).
+(only events, evaluated decisions and wall time may differ; every job's start,
+end and CPU, and the raw ERL and MD sums, compared to the last bit).
 
     python benchmarks/cdc_sim_before_after.py --schemes cc-b,sb --jobs 6 --rounds 2
 """
@@ -29,13 +30,18 @@ BEFORE = "81b6150"  # the golden figures' commit: the engine before the hot-path
 CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from testbed.sim.cdc.run import run_cdc
+from testbed.sim.cdc.run import build, summarize
 p = {"scheme": sys.argv[2], "mpl": 5, "workload": "WL6:jobs=%s,load=heavy" % sys.argv[3],
      "nodes": 16, "speeds": "paper", "platform": "paper",
      "fluid": {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}}
-out = run_cdc(p, int(sys.argv[4]))
+sim, jobs = build(p, int(sys.argv[4]))
+res = sim.run(jobs)
+out = summarize(res)
 for k in ("events", "evaluated", "wall_s"):
     out.pop(k, None)
+# every job's times to the last bit, and the ERL statistics' raw sums
+out["exact"] = [[j.job_id, j.start.hex(), j.end.hex(), j.cpu_s.hex()] for j in res.jobs]
+out["erl_raw"] = [res.erl_sum_us.hex(), res.erl_count, res.md_sum_s.hex()]
 print(json.dumps(out))
 """
 
