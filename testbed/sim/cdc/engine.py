@@ -265,7 +265,9 @@ class _Node:
         "cc_erls",
         "cc_key",
         "cc_pend",
+        "cc_t",
         "cc_until",
+        "cc_views",
         "cdc",
         "cver",
         "decisions_eval",
@@ -340,6 +342,8 @@ class _Node:
         self.cc_until = -INF  # its outcome provably repeats on those views until then
         self.cc_erls: list[float] = []  # the ERLs its views carried, in the order added
         self.cc_pend = 0  # processes with pending messages in its views
+        self.cc_views: dict[str, ProcView] | None = None  # its views, until repeat_until read
+        self.cc_t = 0.0  # its time
 
 
 class CdcSim:
@@ -1172,8 +1176,14 @@ class CdcSim:
             and t < nd.cc_until
             and not self.exact_ticks
         ):
-            self._repeat_cc(nd, t, event, tick)
-            return
+            if nd.cc_views is not None:  # first time: the scheme's bound on its last decision
+                r = nd.cdc.scheme.repeat_until(nd.cc_t, nd.cc_views)
+                nd.cc_views = None
+                if r < nd.cc_until:
+                    nd.cc_until = r
+            if t < nd.cc_until:
+                self._repeat_cc(nd, t, event, tick)
+                return
         if (
             not self.exact_ticks
             and nd.view_ver == nd.eval_ver
@@ -1205,9 +1215,8 @@ class CdcSim:
         nd.stable_t = cdc.scheme.tick_stable_until(t, views)
         if self.uses_erl:
             nd.cc_key = nd.cver
-            r = cdc.scheme.repeat_until(t, views)
-            if r < nd.cc_until:
-                nd.cc_until = r
+            nd.cc_views = views  # repeat_until asked only if a decision on these comes
+            nd.cc_t = t
         if self.uses_erl:
             # the ticks that close an ED window or republish the ERL change it: decide then
             for k in (nd.ed_next_k, nd.pub_next_k):
