@@ -33,12 +33,14 @@ from common.cgroups.base import (
 )
 from common.cgroups.errors import CgroupError, CgroupSetupError, FreezeError, ThawError
 from common.cgroups.fs import CgroupFS, OpenedWrite
+from common.cgroups.iostat import IoBytes, V1Io, V2Io
 from common.cgroups.layout import Hierarchy, Layout
 from common.cgroups.v1 import V1Acct, V1Cpu, V1Cpuset, V1Freezer
 from common.cgroups.v2 import V2Acct, V2Cpu, V2Cpuset, V2Freezer
 from common.cpus import count_cpus
 
 FREEZE_ANCHOR = "freeze-anchor"  # not a job: job groups are named job-<id>
+_RESOURCE_OF = {"io": "blkio"}  # a cgroup2 controller -> the resource the layout names
 
 
 class _Freezer(Protocol):
@@ -69,6 +71,14 @@ class _Acct(Protocol):
 
     def usage_file(self, d: str) -> str: ...
     def usage_ns(self, f: str) -> int: ...
+
+
+class _Io(Protocol):
+    version: int
+
+    def stat_file(self, d: str) -> str: ...
+    def read(self, f: str) -> IoBytes: ...
+    def activate(self, d: str) -> list[str]: ...
 
 
 class _Cpuset(Protocol):
@@ -103,6 +113,7 @@ class Cgroups:
         self._cpu: _Cpu | None = self._pick("cpu", V1Cpu, V2Cpu)
         self._acct: _Acct | None = self._pick("cpuacct", V1Acct, V2Acct)
         self._cpuset: _Cpuset | None = self._pick("cpuset", V1Cpuset, V2Cpuset)
+        self._io: _Io | None = self._pick("blkio", V1Io, V2Io)
         self._weights: dict[str, int] = {}
         self._usage_files: dict[str, str] = {}  # read every quantum: no path joins there
 
@@ -187,7 +198,7 @@ class Cgroups:
     def _mounts_for(self, resources: Iterable[str]) -> list[Hierarchy]:
         """Hierarchies of the freezer, accounting and ``resources``, freezer first."""
         out: list[Hierarchy] = []
-        for r in ("freezer", "cpuacct", *resources):
+        for r in ("freezer", "cpuacct", "blkio", *resources):
             h = self.layout.controllers.get(r)
             if h is not None and h not in out:
                 out.append(h)
@@ -205,7 +216,7 @@ class Cgroups:
         """
         rel = check_rel(parent)
         enable = tuple(enable)
-        want = [r for r in enable if self.layout.version(r) == 2]
+        want = [r for r in enable if self.layout.version(_RESOURCE_OF.get(r, r)) == 2]
         base_depth = len(self.layout.base.split("/")) if self.layout.base else 0
         for h in self._mounts_for(enable):
             d = h.mount
@@ -234,7 +245,7 @@ class Cgroups:
         will have the controllers enabled, which cgroup v2 refuses while they
         hold processes.
         """
-        want = [r for r in enable if self.layout.version(r) == 2]
+        want = [r for r in enable if self.layout.version(_RESOURCE_OF.get(r, r)) == 2]
         h = self.layout.controllers.get(want[0]) if want else None
         if h is None:
             return
@@ -433,6 +444,38 @@ class Cgroups:
             f = self._acct.usage_file(self._dir("cpuacct", rel))
             self._usage_files[rel] = f
         return self._acct.usage_ns(f)
+
+    def io_accounting(self, parent: str) -> str | None:
+        """Make the block I/O bytes of ``parent``'s children readable; None once they are,
+        else why not, in one line (accounting is optional: the caller goes on without).
+
+        v1: the queues must count (common/cgroups/iostat.py, :meth:`V1Io.activate`).
+        cgroup2: ``io`` enabled from the root down to ``parent`` where the root offers it;
+        groups above a delegated base must already pass it on (they are not ours), and a
+        group holding processes cannot take it (the no-internal-process rule).
+        """
+        rel = check_rel(parent)
+        h = self.layout.controllers.get("blkio")
+        if self._io is None or h is None:
+            offered = " ".join(sorted(self.layout.v2_controllers)) or "-"
+            return (
+                "no block I/O accounting: no v1 blkio hierarchy, and cgroup2 "
+                f"{self.layout.unified or '(not mounted)'} offers no io (offers: {offered})"
+            )
+        if h.version == 1:
+            refused = self._io.activate(f"{h.mount}/{rel}")
+            return f"blkio: the disks {', '.join(refused)} refused a rule" if refused else None
+        try:
+            self.ensure_parent(rel, enable=("io",))
+        except (CgroupError, OSError) as e:
+            return f"cgroup2 io not enabled below /{rel}: {e}"
+        return None
+
+    def io_bytes(self, path: str) -> IoBytes:
+        """Bytes the group read and wrote so far (v1 blkio or cgroup2 io.stat)."""
+        if self._io is None:
+            raise CgroupError("no block I/O accounting on this host (v1 blkio or cgroup2 io)")
+        return self._io.read(self._io.stat_file(self._dir("blkio", check_rel(path))))
 
     def set_cpu_max(self, path: str, quota_us: int | None, period_us: int) -> None:
         """CFS bandwidth: ``quota_us`` per ``period_us`` (None = unlimited)."""

@@ -24,6 +24,12 @@ as Documentation/admin-guide/cgroup-v2.rst and cgroup-v1/*.rst describe it:
 * hybrid (``kind="hybrid"``): the v1 hierarchies plus a cgroup2 tree at
   ``<root>/unified`` offering no cpu/cpuset (this development machine).
 
+Block I/O (issue 31): a v1 ``blkio`` hierarchy when ``v1`` names it, ``io.stat`` where a
+cgroup2 parent enables ``io``. The fake does no I/O: :meth:`FakeCgroupFS.charge_io`
+stands for a job's reads and writes (as O_DIRECT or fsync'd I/O, which the kernel
+counts at once); on v1 they count only once some group wrote a throttle rule (the
+kernel's per-queue activation, common/cgroups/iostat.py).
+
 A pid lives in one group per hierarchy. ``kill(pid, sig)`` (used in place of
 os.kill) removes it everywhere unless it is frozen, like the kernel. Tests can
 mark a group "stuck" to exercise freeze timeouts.
@@ -67,6 +73,8 @@ class FakeCgroupFS(CgroupFS):
         self.stuck: set[Path] = set()  # group dirs that never finish freezing
         self.killed: list[int] = []
         self._pending: dict[Path, int] = {}
+        self.io_active = False  # v1: a throttle rule was written (the queue counts)
+        self._io: dict[Path, tuple[int, int]] = {}  # group dir -> (read, write) bytes
 
     # ---- compatibility with the older constructor ----------------------------------
     @property
@@ -143,6 +151,9 @@ class FakeCgroupFS(CgroupFS):
                 self._put(d / "cpu.rt_runtime_us", f"{ROOT_RT_US if top else 0}\n")
         if h == "cpuacct":
             self._put(d / "cpuacct.usage", "0\n")
+        if h == "blkio":
+            self._put(d / "blkio.throttle.io_service_bytes", "Total 0\n")
+            self._put(d / "blkio.throttle.read_bps_device", "")
         if h == "cpuset":
             self._put(d / "cpuset.cpus", self.cpus + "\n" if top else "\n")
             self._put(d / "cpuset.mems", "0\n" if top else "\n")
@@ -164,6 +175,8 @@ class FakeCgroupFS(CgroupFS):
         if c == "cpu":
             self._put(d / "cpu.weight", "100\n")
             self._put(d / "cpu.max", "max 100000\n")
+        elif c == "io":
+            self._put(d / "io.stat", "")
         elif c == "cpuset":
             self._put(d / "cpuset.cpus", "\n")
             self._put(d / "cpuset.mems", "\n")
@@ -335,6 +348,13 @@ class FakeCgroupFS(CgroupFS):
                 raise OSError(errno.EINVAL, "Invalid argument")
             if name == "cpu.weight" and not 1 <= int(value) <= 10000:
                 raise OSError(errno.ERANGE, "Numerical result out of range")
+        if name == "blkio.throttle.read_bps_device":
+            dev, _, limit = value.strip().partition(" ")
+            if ":" not in dev or not limit.isdigit():
+                raise OSError(errno.EINVAL, "Invalid argument")
+            self.io_active = True
+            if int(limit) >= 2**64 - 1:
+                return  # "no limit": nothing is kept, the file reads back empty
         if name == "cpu.rt_runtime_us":
             parent = d.parent / name
             if not self._is_top(d) and parent.exists() and int(value) > int(parent.read_text()):
@@ -485,6 +505,28 @@ class FakeCgroupFS(CgroupFS):
         else:
             assert self.unified is not None
             self._put(self.unified / rel / "cpu.stat", f"usage_usec {ns // 1000}\n")
+
+    def charge_io(self, hierarchy: str, rel: str, read: int, write: int) -> None:
+        """Pretend the group read and wrote these bytes (direct or fsync'd I/O)."""
+        d = self._dir(hierarchy, rel)
+        v2 = self._is_v2(d)
+        if not v2 and not self.io_active:
+            return  # v1 counts nothing before a rule set the queue up
+        r, w = self._io.get(d, (0, 0))
+        r, w = r + read, w + write
+        self._io[d] = (r, w)
+        if v2:
+            if (d / "io.stat").exists():
+                self._put(
+                    d / "io.stat", f"254:0 rbytes={r} wbytes={w} rios=0 wios=0 dbytes=0 dios=0\n"
+                )
+        else:
+            lines = [f"254:0 {k} {v}" for k, v in
+                     (("Read", r), ("Write", w), ("Sync", r + w), ("Async", 0), ("Discard", 0),
+                      ("Total", r + w))]  # fmt: skip
+            self._put(
+                d / "blkio.throttle.io_service_bytes", "\n".join(lines) + f"\nTotal {r + w}\n"
+            )
 
     def delegate(self, rel: str) -> None:
         """Mark a v2 group delegated, as systemd does with Delegate=yes (xattr)."""

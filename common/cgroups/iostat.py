@@ -7,12 +7,24 @@ component of a job's demand for N + 1 gangs (controller/policies/devices.py).
 * cgroup2: ``io.stat`` — one line per device, ``MAJ:MIN rbytes=N wbytes=N rios=N wios=N
   dbytes=N dios=N``.
 
-Both are summed over the devices. What each counts: bytes that reached the block layer on
-the group's behalf. On v1 buffered writes are flushed by the kernel's writeback and
-counted in the root group, not the writer's; direct and synchronous I/O and reads are
-counted in the group. cgroup2 charges writeback to the group that dirtied the pages.
+Both are summed over the devices. What each counts, measured on this host (kernel 6.18,
+benchmarks/blkio_accounting.py, docs/results/blkio-accounting/): bytes that reached the
+block layer on the group's behalf. Reads (buffered from a cold cache, or O_DIRECT),
+O_DIRECT writes and buffered writes the job syncs (fsync) are counted in full, at once;
+buffered writes left to the kernel's flusher are not counted in the job's group, on v1
+(no cgroup writeback there) nor on this hybrid host's cgroup2 (writeback is charged to
+the dirtier only when the memory controller is on cgroup2 too; here it stays on v1).
 
-Parsing is pure; :func:`read_io_bytes` reads whichever file the group directory has.
+v1 counts nothing at all until the disk's queue has the throttle layer set up: the
+kernel (6.x) accounts a bio in ``blkio.throttle.*`` only on a queue some group has
+written a throttle rule for. :meth:`V1Io.activate` writes the "no limit" value
+(U64_MAX) for every disk into the node's group: nothing is limited, the file reads back
+empty, and the queue counts from then on, for every group (it stays so until the disk
+goes away). cgroup2 counts always.
+
+Parsing is pure; :func:`read_io_bytes` reads whichever file the group directory has;
+:class:`V1Io` and :class:`V2Io` are the files the driver (driver.py) reads through its
+:class:`~common.cgroups.fs.CgroupFS`.
 """
 
 from __future__ import annotations
@@ -21,9 +33,13 @@ import os
 from dataclasses import dataclass
 
 from common.cgroups.errors import CgroupError
+from common.cgroups.fs import CgroupFS
 
 V1_FILE = "blkio.throttle.io_service_bytes"
 V2_FILE = "io.stat"
+V1_RULE = "blkio.throttle.read_bps_device"
+NO_LIMIT = 2**64 - 1  # the kernel's "unlimited" for a bps rule (U64_MAX)
+SYS_BLOCK = "/sys/block"
 
 
 @dataclass(frozen=True)
@@ -90,3 +106,64 @@ def read_io_bytes(group_dir: str) -> IoBytes:
         fix="on v1 the group must be in the blkio hierarchy; on cgroup2 enable +io "
         "in its parent's cgroup.subtree_control",
     )
+
+
+def disks(sys_block: str = SYS_BLOCK) -> list[str]:
+    """``MAJ:MIN`` of every whole disk the kernel lists (the throttle layer takes no
+    partitions)."""
+    out: list[str] = []
+    try:
+        names = sorted(os.listdir(sys_block))
+    except OSError:
+        return out
+    for name in names:
+        try:
+            with open(os.path.join(sys_block, name, "dev"), encoding="ascii") as f:
+                out.append(f.read().strip())
+        except OSError:
+            continue
+    return out
+
+
+class V1Io:
+    """v1 blkio: ``blkio.throttle.io_service_bytes`` (module docstring)."""
+
+    version = 1
+
+    def __init__(self, fs: CgroupFS, sys_block: str = SYS_BLOCK) -> None:
+        self.fs = fs
+        self.sys_block = sys_block
+
+    def stat_file(self, d: str) -> str:
+        return f"{d}/{V1_FILE}"
+
+    def read(self, f: str) -> IoBytes:
+        return parse_v1(self.fs.read(f))
+
+    def activate(self, d: str) -> list[str]:
+        """Make every disk's queue count (module docstring); the disks that refused."""
+        refused: list[str] = []
+        for dev in disks(self.sys_block):
+            try:
+                self.fs.write(f"{d}/{V1_RULE}", f"{dev} {NO_LIMIT}")
+            except OSError as e:
+                refused.append(f"{dev} ({e.strerror or e})")
+        return refused
+
+
+class V2Io:
+    """cgroup2 io: ``io.stat``, present where the parent enables ``io``."""
+
+    version = 2
+
+    def __init__(self, fs: CgroupFS) -> None:
+        self.fs = fs
+
+    def stat_file(self, d: str) -> str:
+        return f"{d}/{V2_FILE}"
+
+    def read(self, f: str) -> IoBytes:
+        return parse_v2(self.fs.read(f))
+
+    def activate(self, d: str) -> list[str]:
+        return []  # cgroup2 counts on every queue

@@ -2,7 +2,9 @@
 
 cosched needs four resources: the freezer (stop/start a job), ``cpu`` (weights,
 bandwidth, the v1 real-time budget), CPU accounting (``cpuacct`` on v1,
-``cpu.stat`` on v2, which is core) and ``cpuset`` (node capacity). On a v1 host
+``cpu.stat`` on v2, which is core) and ``cpuset`` (node capacity); one more is
+optional, block I/O accounting (``blkio``: v1's blkio hierarchy or cgroup2's ``io``
+controller, common/cgroups/iostat.py), used where the host has it. On a v1 host
 each is a hierarchy of its own; on a v2-only host all live in the one cgroup2
 tree; on a hybrid host (this development machine kind, Ubuntu 20.04, ...) a
 controller may be in either, so the choice is made per controller:
@@ -32,6 +34,11 @@ from common.cgroups.errors import CgroupSetupError
 from common.cgroups.fs import CgroupFS
 
 RESOURCES = ("freezer", "cpu", "cpuacct", "cpuset")
+# Served where the host has it, never required: a job's block I/O bytes (issue 31).
+OPTIONAL = ("blkio",)
+ALL_RESOURCES = RESOURCES + OPTIONAL
+# A resource's controller name in cgroup2 where it differs from v1's.
+V2_CONTROLLER = {"blkio": "io"}
 # cgroup2 has no freezer or cpuacct controller: cgroup.freeze and cpu.stat are core.
 V2_CORE = ("freezer", "cpuacct")
 Mode = Literal["v1", "hybrid", "v2"]
@@ -86,7 +93,7 @@ class Layout:
     def mounts(self) -> list[Hierarchy]:
         """The distinct hierarchies in use, freezer first (thaw before kill)."""
         out: list[Hierarchy] = []
-        for r in RESOURCES:
+        for r in ALL_RESOURCES:
             h = self.controllers.get(r)
             if h is not None and h not in out:
                 out.append(h)
@@ -146,8 +153,8 @@ class Layout:
         """Everything in the cgroup2 tree at ``mount``, with the controllers it offers."""
         mount = str(mount)
         ctrls = {r: Hierarchy(2, mount) for r in V2_CORE}
-        for r in ("cpu", "cpuset"):
-            if r in v2_controllers:
+        for r in ("cpu", "cpuset", "blkio"):
+            if V2_CONTROLLER.get(r, r) in v2_controllers:
                 ctrls[r] = Hierarchy(2, mount)
         return cls(ctrls, unified=mount, v2_controllers=frozenset(v2_controllers))
 
@@ -162,7 +169,7 @@ def parse_mounts(mounts_text: str) -> tuple[dict[str, str], str | None]:
             continue
         mountpoint, fstype, options = fields[1], fields[2], fields[3].split(",")
         if fstype == "cgroup":
-            for r in RESOURCES:
+            for r in ALL_RESOURCES:
                 if r in options and r not in v1:
                     v1[r] = mountpoint
         elif fstype == "cgroup2" and unified is None:
@@ -192,10 +199,10 @@ def parse_layout(
                 fix="use --cgroup auto (this host is cgroup v2)",
             )
     elif unified is not None:
-        for r in RESOURCES:
+        for r in ALL_RESOURCES:
             if r in ctrls:
                 continue
-            if r in V2_CORE or r in v2c:
+            if r in V2_CORE or V2_CONTROLLER.get(r, r) in v2c:
                 ctrls[r] = Hierarchy(2, unified)
     if not ctrls:
         raise CgroupSetupError(

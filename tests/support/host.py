@@ -19,11 +19,11 @@ INTERPRETER_HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_t
 
 def cgroup_mounts() -> tuple[dict[str, str], str | None]:
     """v1 controller -> mount point, and the cgroup2 mount point (None when absent)."""
-    from common.cgroups.layout import RESOURCES, parse_mounts
+    from common.cgroups.layout import ALL_RESOURCES, parse_mounts
 
     with open("/proc/self/mounts", encoding="utf-8") as f:
         v1, unified = parse_mounts(f.read())
-    return {r: m for r, m in v1.items() if r in RESOURCES}, unified
+    return {r: m for r, m in v1.items() if r in ALL_RESOURCES}, unified
 
 
 def unified_mount() -> str | None:

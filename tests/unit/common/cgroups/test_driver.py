@@ -231,8 +231,9 @@ def test_detect() -> None:
     d = parse_layout(V2_MOUNTS, "cpuset cpu io memory hugetlb pids")
     assert d.mode == "v2"
     assert {r: h.mount for r, h in d.controllers.items()} == dict.fromkeys(
-        ("freezer", "cpu", "cpuacct", "cpuset"), "/sys/fs/cgroup"
-    )
+        ("freezer", "cpu", "cpuacct", "cpuset", "blkio"), "/sys/fs/cgroup"
+    )  # blkio: cgroup2's io, offered here
+    assert "blkio" not in parse_layout(V2_MOUNTS, "cpuset cpu").controllers  # optional
 
 
 def test_v1_freeze_anchor(v1: tuple[V1Driver, Path]) -> None:

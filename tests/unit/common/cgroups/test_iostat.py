@@ -1,4 +1,5 @@
-"""Parsing a cgroup's block I/O statistics (common/cgroups/iostat.py), v1 and cgroup2."""
+"""A cgroup's block I/O statistics (common/cgroups/iostat.py), v1 and cgroup2: parsing,
+and reading them through the driver on the fake kernel."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from common.cgroups import Cgroups
 from common.cgroups.errors import CgroupError
+from common.cgroups.fake import V1_HIERARCHIES, FakeCgroupFS
 from common.cgroups.iostat import IoBytes, parse_v1, parse_v2, read_io_bytes
+from common.cgroups.layout import RESOURCES, Layout
 
 V1 = """254:0 Read 8192
 254:0 Write 4194304
@@ -51,3 +55,55 @@ def test_read_picks_the_file_the_group_has(tmp_path: Path) -> None:
     with pytest.raises(CgroupError) as err:
         read_io_bytes(str(tmp_path / "none"))
     assert "no block I/O statistics" in str(err.value) and "\n" not in str(err.value)
+
+
+# ---- through the driver, on the fake kernel ------------------------------------------------
+def _v1_with_blkio(tmp_path: Path) -> tuple[Cgroups, FakeCgroupFS]:
+    fs = FakeCgroupFS(tmp_path, kind="v1", v1=(*V1_HIERARCHIES, "blkio")).build()
+    return Cgroups(Layout.v1_at(str(tmp_path), (*RESOURCES, "blkio")), fs=fs), fs
+
+
+def test_v1_counts_only_once_the_queues_are_set_up(tmp_path: Path) -> None:
+    cg, fs = _v1_with_blkio(tmp_path)
+    cg.ensure_parent("cosched/n0")
+    cg.create("cosched/n0/job-1")
+    assert fs.has("blkio", "cosched/n0/job-1")  # made in the blkio hierarchy too
+    fs.charge_io("blkio", "cosched/n0/job-1", 4096, 8192)
+    assert cg.io_bytes("cosched/n0/job-1") == IoBytes(0, 0)  # the kernel's rule (iostat.py)
+    disks = tmp_path / "sys-block"
+    (disks / "vda").mkdir(parents=True)
+    (disks / "vda" / "dev").write_text("254:0\n")
+    cg._io.sys_block = str(disks)  # type: ignore[union-attr]
+    assert cg.io_accounting("cosched/n0") is None
+    assert fs.knob("blkio", "cosched/n0", "blkio.throttle.read_bps_device") == ""  # no limit
+    fs.charge_io("blkio", "cosched/n0/job-1", 4096, 8192)
+    assert cg.io_bytes("cosched/n0/job-1") == IoBytes(4096, 8192)
+
+
+def test_v2_enables_io_down_to_the_node(tmp_path: Path) -> None:
+    fs = FakeCgroupFS(tmp_path, kind="v2", v2_controllers="cpu cpuset io").build()
+    cg = Cgroups(fs.layout("v2"), fs=fs)
+    cg.ensure_parent("cosched/n0")
+    assert cg.io_accounting("cosched/n0") is None
+    assert "io" in fs.knob("", "cosched/n0", "cgroup.subtree_control").split()
+    cg.create("cosched/n0/job-1")
+    fs.charge_io("", "cosched/n0/job-1", 1 << 20, 0)
+    assert cg.io_bytes("cosched/n0/job-1") == IoBytes(1 << 20, 0)
+
+
+def test_no_io_controller_is_one_line_not_a_failure(tmp_path: Path) -> None:
+    fs = FakeCgroupFS(tmp_path, kind="hybrid", v2_controllers="hugetlb").build()
+    cg = Cgroups(fs.layout(), fs=fs)
+    why = cg.io_accounting("cosched/n0")
+    assert why is not None and "offers no io" in why and "\n" not in why
+    with pytest.raises(CgroupError, match="no block I/O accounting"):
+        cg.io_bytes("cosched/n0/job-1")
+
+
+def test_v2_io_refused_below_a_group_with_processes(tmp_path: Path) -> None:
+    fs = FakeCgroupFS(tmp_path, kind="v2", v2_controllers="io").build()
+    cg = Cgroups(fs.layout("v2"), fs=fs)
+    cg.ensure_parent("cosched/n0", ())
+    fs.add_proc("", "cosched/n0", 4242)
+    why = cg.io_accounting("cosched/n0")
+    assert why is not None and "holds processes" in why
