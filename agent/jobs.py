@@ -70,6 +70,10 @@ class Job:
     end_reason: str = ""
     usage_base_ns: int = 0  # usage at the previous quantum ack
     final_usage_ns: int | None = None
+    # block I/O bytes (read, write) at the previous ack and at the end (issue 31); None
+    # where the group's statistics cannot be read
+    io_base: tuple[int, int] | None = None
+    final_io: tuple[int, int] | None = None
     run_dir: Path | None = None
     net_delay_s: float = 0.0  # userspace link delay the library applies (NIC view waits too)
     ended_at: float = 0.0  # monotonic; the agent forgets ended jobs after a while

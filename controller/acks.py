@@ -31,6 +31,12 @@ class AckSummary:
     used_ns: dict[int, int] = field(default_factory=dict)
     offered_ns: dict[int, float] = field(default_factory=dict)
     counted: dict[int, int] = field(default_factory=dict)
+    # job -> over the nodes it was runnable on in the previous quantum that reported its
+    # block I/O bytes (agents with no disk accounting report none): read + written bytes,
+    # the quantum's length there, and how many nodes (issue 31)
+    io_bytes: dict[int, int] = field(default_factory=dict)
+    io_elapsed_ns: dict[int, int] = field(default_factory=dict)
+    io_counted: dict[int, int] = field(default_factory=dict)
     cpu_total_ns: int = 0  # every job's CPU on every node that acked
     offered_total_ns: float = 0.0  # over the nodes whose quantum length is known
     applied: tuple[int, int, int] = (0, 0, 0)  # (nodes, earliest, latest) monotonic ns
@@ -47,6 +53,9 @@ class AckSummary:
             "used_ns": {str(j): v for j, v in self.used_ns.items()},
             "offered_ns": {str(j): v for j, v in self.offered_ns.items()},
             "counted": {str(j): v for j, v in self.counted.items()},
+            "io_bytes": {str(j): v for j, v in self.io_bytes.items()},
+            "io_elapsed_ns": {str(j): v for j, v in self.io_elapsed_ns.items()},
+            "io_counted": {str(j): v for j, v in self.io_counted.items()},
             "cpu_total_ns": self.cpu_total_ns,
             "offered_total_ns": self.offered_total_ns,
             "applied": list(self.applied),
@@ -74,6 +83,9 @@ class AckSummary:
             used_ns=jobs("used_ns", int),
             offered_ns=jobs("offered_ns", float),
             counted=jobs("counted", int),
+            io_bytes=jobs("io_bytes", int),
+            io_elapsed_ns=jobs("io_elapsed_ns", int),
+            io_counted=jobs("io_counted", int),
             cpu_total_ns=int(d.get("cpu_total_ns", 0)),
             offered_total_ns=float(d.get("offered_total_ns", 0.0)),
             applied=span("applied"),
@@ -95,6 +107,13 @@ class AckSummary:
             self.offered_ns[j] = self.offered_ns.get(j, 0.0) + f
         for j, c in o.counted.items():
             self.counted[j] = self.counted.get(j, 0) + c
+        for mine, theirs in (
+            (self.io_bytes, o.io_bytes),
+            (self.io_elapsed_ns, o.io_elapsed_ns),
+            (self.io_counted, o.io_counted),
+        ):
+            for j, v in theirs.items():
+                mine[j] = mine.get(j, 0) + v
         self.cpu_total_ns += o.cpu_total_ns
         self.offered_total_ns += o.offered_total_ns
         self.applied = _span_merge(self.applied, o.applied)
@@ -119,6 +138,35 @@ class AckSummary:
             if n and self.counted.get(job, 0) == n and off > 0:
                 out[job] = min(1.0, max(0.0, self.used_ns.get(job, 0) / off))
         return out
+
+    def disk_demand(
+        self, placement: Mapping[int, Iterable[str]], disk_bps: float
+    ) -> dict[int, float]:
+        """Per job: the share of its nodes' disks it used, bytes / (quantum x ``disk_bps``)
+        summed over its nodes, for the jobs every node of whose previous placement reported
+        its bytes; clamped to [0, 1] (a burst the page cache absorbed may exceed it)."""
+        out: dict[int, float] = {}
+        for job, nodes in placement.items():
+            n = len(list(nodes))
+            cap = self.io_elapsed_ns.get(job, 0) / 1e9 * disk_bps
+            if n and self.io_counted.get(job, 0) == n and cap > 0:
+                out[job] = min(1.0, max(0.0, self.io_bytes.get(job, 0) / cap))
+        return out
+
+
+def _io_per_job(raw: Any) -> dict[int, int]:
+    """An ack's ``io_bytes`` ({job: [read, write]}) as bytes moved per job; whatever is
+    malformed is skipped (an agent's ack is never trusted to be well formed)."""
+    out: dict[int, int] = {}
+    if not isinstance(raw, dict):
+        return out
+    for k, v in raw.items():
+        try:
+            r, w = v
+            out[int(k)] = max(0, int(r)) + max(0, int(w))
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 def _span_merge(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -167,6 +215,7 @@ class AckFolder:
             for j, ns in per.items():
                 cpu_ns[j] = cpu_ns.get(j, 0) + ns
                 s.cpu_total_ns += ns
+            io = _io_per_job(ack.get("io_bytes"))
             if ack.get("errors"):
                 s.ack_errors[node] = ack["errors"]
             t = ack.get("thawed_realtime_ns")
@@ -205,6 +254,10 @@ class AckFolder:
                     used_ns[j] = used_ns.get(j, 0) + per[j]
                     offered_ns[j] = offered_ns.get(j, 0.0) + offered
                     counted[j] = counted.get(j, 0) + 1
+                if j in io:
+                    s.io_bytes[j] = s.io_bytes.get(j, 0) + io[j]
+                    s.io_elapsed_ns[j] = s.io_elapsed_ns.get(j, 0) + (t - prev)
+                    s.io_counted[j] = s.io_counted.get(j, 0) + 1
         s.applied = (a_n, a_lo, a_hi)
         s.thawed = (t_n, t_lo, t_hi)
         self._prev_jobs = {n: _job_ids(jobs) for n, jobs in commands.items()}

@@ -219,6 +219,10 @@ def _last_quantum(s: Scheduler) -> dict[str, Any]:
     plan = s.measured_plan
     return {
         "utilization": {str(j): round(u, 4) for j, u in s.last_utilization.items()},
+        # each job's demand per device measured (cpu, disk), as the policy was given it
+        "devices": {
+            str(j): {d: round(v, 4) for d, v in dev.items()} for j, dev in s.last_devices.items()
+        },
         "slot": plan.slot if plan else None,
         "partner": plan.partner if plan else None,
         "runnable": sorted({j for cell in plan.node_jobs for j in cell}) if plan else [],

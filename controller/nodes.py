@@ -61,6 +61,7 @@ class AgentsUnreachable(CoschedError, ConnectionError):
 ACK_FIELDS = frozenset(
     {
         "cpu_ns",
+        "io_bytes",  # block I/O bytes per job, from agents that measure them (issue 31)
         "errors",
         "applied_monotonic_ns",
         "thawed_realtime_ns",

@@ -60,6 +60,9 @@ class RoundReport:
 
     q: int
     utilization: dict[int, float] = field(default_factory=dict)
+    # per job with a measured utilization: its demand on every device measured ("cpu",
+    # and "disk" where every node of the job reported its block I/O bytes), issue 31
+    devices: dict[int, dict[str, float]] = field(default_factory=dict)
     switches: Switches = field(default_factory=Switches)
 
 
@@ -67,13 +70,19 @@ class QuantumRound:
     """Quantum number, what ran in the previous quantum, and which nodes keep failing."""
 
     def __init__(
-        self, pool: Pool, nodes: Sequence[NodeInfo], table: JobTable, mono: Callable[[], float]
+        self,
+        pool: Pool,
+        nodes: Sequence[NodeInfo],
+        table: JobTable,
+        mono: Callable[[], float],
+        disk_bps: Callable[[], float] = lambda: 100e6,
     ) -> None:
         self.pool = pool
         self.names = [n.name for n in nodes]
         self.capacity = {n.name: n.capacity for n in nodes}
         self.table = table
         self.mono = mono
+        self.disk_bps = disk_bps  # a node's disk capacity (operator setting disk_bps)
         self.q = 0
         self._prev_runnable: dict[int, list[str]] = {}  # job -> nodes, previous quantum
         self.folder = AckFolder(self.capacity)  # the acks of a pool that returns them all
@@ -139,6 +148,11 @@ class QuantumRound:
         for node in s.late:
             log.info("quantum %d: the plan reached %s after its instant (late)", self.q, node)
         report.utilization = s.utilization(self._prev_runnable)
+        disk = s.disk_demand(self._prev_runnable, self.disk_bps())
+        report.devices = {
+            j: {"cpu": u, "disk": disk[j]} if j in disk else {"cpu": u}
+            for j, u in report.utilization.items()
+        }
         sw.skew = s.skew_s(s.applied)
         sw.thaw_skew = s.skew_s(s.thawed)
         if s.offered_total_ns > 0:

@@ -75,7 +75,9 @@ class Scheduler:
         self.mono = mono
         self.job_env = dict(job_env or {})  # added to every rank's environment (net_env)
         self.table = JobTable()
-        self.round = QuantumRound(pool, self.nodes, self.table, mono)
+        self.round = QuantumRound(
+            pool, self.nodes, self.table, mono, disk_bps=lambda: self.cfg.disk_bps
+        )
         self.telemetry = Telemetry()
         self.rejoins = Reconciler(pool, self.nodes, self.table, self._rank_ended, self.on_event)
         self.pool.on_connect = self._agent_connected
@@ -94,6 +96,7 @@ class Scheduler:
         self.fam: Family = make_family(self.core, self.policy)
         self.last_plan: QuantumPlan | None = None
         self.last_utilization: dict[int, float] = {}
+        self.last_devices: dict[int, dict[str, float]] = {}  # the same, per device
         # the plan whose quantum last_utilization measured (the acks of a round carry
         # the CPU used since the previous one: the quantum before last_plan's)
         self.measured_plan: QuantumPlan | None = None
@@ -325,8 +328,10 @@ class Scheduler:
         self.telemetry.planned(planned.policy_plan)
         report = self.round.run(planned.runnable, planned.weights, at)
         self.last_utilization = report.utilization
-        if report.utilization:
-            self.fam.observe(report.utilization)
+        self.last_devices = report.devices
+        if report.devices:
+            # a policy that reads only the CPU gets it from here (GangPolicy.observe_devices)
+            self.fam.observe_devices(report.devices)
         self.telemetry.switched(report.switches, timed=at is not None)
         self.measured_plan = self.last_plan
         self.last_plan = planned.policy_plan

@@ -83,6 +83,11 @@ class Family(ABC):
     def observe(self, utilization: Mapping[int, float]) -> None:  # noqa: B027
         """Utilization of the jobs that ran in the previous quantum."""
 
+    def observe_devices(self, demand: Mapping[int, Mapping[str, float]]) -> None:
+        """Each job's demand on every device measured (``cpu``, ``disk``); default: the
+        CPU part to :meth:`observe`, as a family that reads only the CPU wants."""
+        self.observe({j: d["cpu"] for j, d in demand.items() if "cpu" in d})
+
     def ended(self, job_id: int) -> None:  # noqa: B027
         """A job ended (the policy was told already)."""
 

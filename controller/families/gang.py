@@ -87,6 +87,10 @@ class GangFamily(Family):
         mine = self.core.table.in_policy
         self.policy.observe({j: u for j, u in utilization.items() if j in mine})
 
+    def observe_devices(self, demand: Mapping[int, Mapping[str, float]]) -> None:
+        mine = self.core.table.in_policy
+        self.policy.observe_devices({j: d for j, d in demand.items() if j in mine})
+
     def rows(self) -> list[list[int | None]]:
         return self.policy.matrix_view()
 

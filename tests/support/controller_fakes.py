@@ -27,6 +27,8 @@ class FakePool:
         self.lateness_s = 0.0  # what a time-triggered ack reports
         self.late = False  # ... and whether its instant had passed on arrival
         self.busy: dict[str, float] = {}  # job id -> fraction of the node it uses when thawed
+        # job id -> block I/O bytes per second it moves when thawed (None: no io_bytes in acks)
+        self.disk_bps: dict[str, float] | None = None
         self.skew_ns = 0
         self.runnable: dict[str, dict[str, int]] = {}  # node -> last command
         self.live: dict[str, set[str]] = {n.name: set() for n in self.nodes}
@@ -59,6 +61,9 @@ class FakePool:
             for j in self.live[node]:
                 cpu.setdefault(j, 0)
             self.runnable[node] = dict(jobs)
+            io = None
+            if self.disk_bps is not None:
+                io = {j: [0, int(self.disk_bps.get(j, 0.0) * self.quantum_ns / 1e9)] for j in cpu}
             ack: dict[str, Any] = {
                 "q": q,
                 "node": node,
@@ -68,6 +73,8 @@ class FakePool:
                 "freeze_confirm_s": 0.0002,
                 "errors": {},
             }
+            if io is not None:
+                ack["io_bytes"] = io
             if at is not None:
                 ack.update(
                     mode="time-triggered",
@@ -176,10 +183,12 @@ class Clock:
         return self.t
 
 
-def make(policy: str = "gang", n: int = 2, **kw: object) -> tuple[Scheduler, FakePool, Clock]:
+def make(
+    policy: str = "gang", n: int = 2, params: dict[str, object] | None = None, **kw: object
+) -> tuple[Scheduler, FakePool, Clock]:
     pool = FakePool(n, **kw)  # type: ignore[arg-type]
     clock = Clock()
-    s = Scheduler(policy, {}, pool, wall=clock, mono=clock)
+    s = Scheduler(policy, params or {}, pool, wall=clock, mono=clock)
     return s, pool, clock
 
 

@@ -94,3 +94,36 @@ def test_a_malformed_summary_raises_value_error() -> None:
         AckSummary.from_wire({"cpu_ns": {"x": 1}})
     with pytest.raises((ValueError, TypeError)):
         AckSummary.from_wire({"applied": [1, 2]})
+
+
+def test_disk_demand_is_bytes_over_the_quantum_times_the_disk_rate() -> None:
+    """issue 31: a job's block I/O bytes over what its nodes' disks could move."""
+    folder = AckFolder({"n0": 1.0, "n1": 1.0})
+    commands = {"n0": {"1": 100, "2": 100}, "n1": {"1": 100}}
+    first = {n: {"cpu_ns": {}, "applied_monotonic_ns": 1_000_000_000} for n in ("n0", "n1")}
+    folder.fold(commands, first)
+    acks = {
+        "n0": {
+            "cpu_ns": {"1": 1, "2": 1},
+            "io_bytes": {"1": [10_000_000, 10_000_000], "2": [0, 0], "9": "junk"},
+            "applied_monotonic_ns": 1_200_000_000,  # a 0.2 s quantum
+        },
+        "n1": {
+            "cpu_ns": {"1": 1},
+            "io_bytes": {"1": [0, 0]},
+            "applied_monotonic_ns": 1_200_000_000,
+        },
+    }
+    s = folder.fold(commands, acks)
+    placement = {1: ["n0", "n1"], 2: ["n0"]}
+    # job 1: 20 MB over 2 x 0.2 s x 100 MB/s = 40 MB; job 2 none
+    assert s.disk_demand(placement, 100e6) == pytest.approx({1: 0.5, 2: 0.0})
+    assert s.disk_demand(placement, 10e6) == {1: 1.0, 2: 0.0}  # clamped
+    # a relay's summary carries it: the merge of two halves gives the same figure
+    back = AckSummary.from_wire(s.to_wire())
+    assert back.disk_demand(placement, 100e6) == pytest.approx({1: 0.5, 2: 0.0})
+    # a node that reports no bytes (no accounting there): the job's disk is unknown
+    del acks["n1"]["io_bytes"]
+    acks["n0"]["applied_monotonic_ns"] = acks["n1"]["applied_monotonic_ns"] = 1_400_000_000
+    s = folder.fold(commands, acks)
+    assert s.disk_demand(placement, 100e6) == pytest.approx({2: 0.0})

@@ -373,3 +373,26 @@ def test_the_scheduler_reads_no_ack_field_a_relay_drops() -> None:
         s.tick(at=clock.t + 0.02 if k % 2 else None)  # both modes
     assert {"cpu_ns", "applied_monotonic_ns", "mode", "late", "errors"} <= _ReadKeys.read
     assert _ReadKeys.read <= ACK_FIELDS, sorted(_ReadKeys.read - ACK_FIELDS)
+
+
+def test_disk_bytes_in_acks_reach_nplus1_as_a_disk_demand() -> None:
+    """issue 31: the agents' block I/O bytes / (quantum x disk_bps) is the disk component of
+    the demand vector the controller gives N + 1 gangs; a job moving none reads 0."""
+    s, pool, clock = make("nplus1", params={"n": 1, "devices": "cpu,disk"})
+    s.cfg.disk_bps = 100e6
+    disk = s.submit(BUSY, "alice")
+    cpu = s.submit(BUSY, "bob")
+    pool.disk_bps = {str(disk): 50e6}
+    step(s, clock, 8)
+    predictor = s.policy.predictor  # type: ignore[union-attr]
+    assert predictor.history(disk, "disk")[0] == pytest.approx(0.5)
+    assert predictor.history(cpu, "disk")[0] == 0.0
+    assert s.last_devices[disk]["disk"] == pytest.approx(0.5)
+
+
+def test_without_io_bytes_no_disk_is_observed() -> None:
+    s, _pool, clock = make("nplus1", params={"n": 1, "devices": "cpu,disk"})
+    a = s.submit(BUSY, "alice")
+    step(s, clock, 4)
+    assert "disk" not in s.last_devices[a]
+    assert s.policy.predictor.history(a, "disk")[0] == 0.0  # type: ignore[union-attr]
