@@ -19,6 +19,11 @@ ALLOWED: tuple[tuple[str, str, str], ...] = (
         "cgroup2's cpu and cpuset are bound to v1 here: the v2-only stage runs them",
     ),
     (
+        r"cgroup2 at \S+ offers no io controller",
+        "hybrid",
+        "cgroup2's io is v1's blkio, bound to v1 here: the v2-only stage runs it",
+    ),
+    (
         r"needs the cgroup v1 hierarchies",
         "v2only",
         "no v1 hierarchy in the v2-only stage: the hybrid stage ran it on v1",
