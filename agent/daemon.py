@@ -35,6 +35,7 @@ from agent.jobs import Job, JobError, check_job_id, job_cgroup, kill_job, spawn_
 from agent.jobsecret import instance_of, rank_env
 from agent.local import LocalHost, LocalScheduler
 from agent.metrics import AgentMetrics, Snapshot
+from agent.netuse import NetMeter
 from agent.nicguard import mesh_of
 from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
 from agent.realtime import set_realtime
@@ -91,6 +92,7 @@ class AgentConfig:
     )
     switch: str = "freezer"  # "freezer" or "signals" (SIGSTOP/SIGCONT, agent/signals.py)
     io_device: bool = True  # the node's shared I/O device (agent/iodevice.py)
+    net_meter: bool = True  # report each job's TCP bytes (agent/netuse.py)
     decision_interval_ms: float = 10.0  # a local scheme's tick unless the controller sets one
 
 
@@ -153,6 +155,7 @@ class Agent:
         self.iodev: IoDevice | None = None
         # why the jobs' block I/O bytes cannot be read here (None: they are, issue 31)
         self.io_unavailable: str | None = "not set up yet"
+        self.netmeter: NetMeter | None = NetMeter() if config.net_meter else None
         self.realtime = False  # SCHED_FIFO granted (start()); orders a time-triggered switch
 
     # ---- lifecycle --------------------------------------------------------
@@ -271,6 +274,8 @@ class Agent:
         if self.iodev is not None:
             self.iodev.close()
             self.iodev = None
+        if self.netmeter is not None:
+            self.netmeter.close()
         self.server.close()
         self.metrics.shutdown()
         log.info("agent %s stopped", self.cfg.node)
@@ -760,6 +765,7 @@ class Agent:
         apply_s = time.perf_counter() - t0
         cpu = self._cpu_deltas()
         io = self._io_deltas()
+        net = self._net_deltas(live)
         by_cg = {j.cgroup: j.job_id for j in live}
         for lat in freeze_lat.values():
             self.metrics.freeze_latency.observe(lat)
@@ -779,7 +785,26 @@ class Agent:
             # (read, write) block I/O bytes per job since the previous ack; a key older
             # controllers ignore (docs/controller.md)
             ack["io_bytes"] = io
+        if net:
+            ack["net_bytes"] = net  # (sent, received) TCP bytes per job, the same way
         return ack
+
+    def _net_deltas(self, live: list[Job]) -> dict[str, list[int]]:
+        """Each live job's TCP bytes since the previous ack (agent/netuse.py); nothing
+        when the node's sockets cannot be read (one warning)."""
+        if self.netmeter is None:
+            return {}
+        pids: dict[str, list[int]] = {}
+        for j in live:
+            with contextlib.suppress(CgroupError, OSError):
+                pids[j.job_id] = self.driver.pids(j.cgroup)
+        try:
+            return self.netmeter.deltas(pids)
+        except Exception as e:  # pyroute2's netlink errors are not all OSErrors
+            log.warning("jobs' network use not reported from now on: %s", e)
+            self.netmeter.close()
+            self.netmeter = None
+            return {}
 
     # ---- time-triggered plans (agent/plan.py) --------------------------------------
     def submit_plan(self, plan: Plan) -> dict[str, Any] | None:

@@ -180,6 +180,7 @@ class EmulatedHost:
                 fifo_priority=0,
                 failsafe_timeout=failsafe_timeout,
                 io_device=False,  # no processes to do I/O (and two threads per node)
+                net_meter=False,  # its jobs' pids are made up
             )
             a = EmulatedAgent(cfg, driver=drv, sel=self.sel)
             self.agents.append(a)

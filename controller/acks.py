@@ -19,6 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: the ack key that carries each device's bytes per job, ``{job: [a, b]}`` (issue 31):
+#: the disk's read and written bytes (the job's cgroup), the network's sent and received
+#: (its TCP sockets, agent/netuse.py); their sum is what the device moved for the job
+DEVICE_ACK_KEYS = {"disk": "io_bytes", "net": "net_bytes"}
+
 
 @dataclass
 class AckSummary:
@@ -31,12 +36,12 @@ class AckSummary:
     used_ns: dict[int, int] = field(default_factory=dict)
     offered_ns: dict[int, float] = field(default_factory=dict)
     counted: dict[int, int] = field(default_factory=dict)
-    # job -> over the nodes it was runnable on in the previous quantum that reported its
-    # block I/O bytes (agents with no disk accounting report none): read + written bytes,
-    # the quantum's length there, and how many nodes (issue 31)
-    io_bytes: dict[int, int] = field(default_factory=dict)
-    io_elapsed_ns: dict[int, int] = field(default_factory=dict)
-    io_counted: dict[int, int] = field(default_factory=dict)
+    # device ("disk", "net") -> job -> over the nodes it was runnable on in the previous
+    # quantum that reported its bytes on the device (DEVICE_ACK_KEYS; an agent that cannot
+    # measure one reports none): the bytes, the quantum's length there, how many nodes
+    dev_bytes: dict[str, dict[int, int]] = field(default_factory=dict)
+    dev_elapsed_ns: dict[str, dict[int, int]] = field(default_factory=dict)
+    dev_counted: dict[str, dict[int, int]] = field(default_factory=dict)
     cpu_total_ns: int = 0  # every job's CPU on every node that acked
     offered_total_ns: float = 0.0  # over the nodes whose quantum length is known
     applied: tuple[int, int, int] = (0, 0, 0)  # (nodes, earliest, latest) monotonic ns
@@ -53,9 +58,14 @@ class AckSummary:
             "used_ns": {str(j): v for j, v in self.used_ns.items()},
             "offered_ns": {str(j): v for j, v in self.offered_ns.items()},
             "counted": {str(j): v for j, v in self.counted.items()},
-            "io_bytes": {str(j): v for j, v in self.io_bytes.items()},
-            "io_elapsed_ns": {str(j): v for j, v in self.io_elapsed_ns.items()},
-            "io_counted": {str(j): v for j, v in self.io_counted.items()},
+            "devices": {
+                dev: {
+                    "bytes": {str(j): v for j, v in self.dev_bytes[dev].items()},
+                    "elapsed_ns": {str(j): v for j, v in self.dev_elapsed_ns[dev].items()},
+                    "counted": {str(j): v for j, v in self.dev_counted[dev].items()},
+                }
+                for dev in self.dev_bytes
+            },
             "cpu_total_ns": self.cpu_total_ns,
             "offered_total_ns": self.offered_total_ns,
             "applied": list(self.applied),
@@ -73,6 +83,12 @@ class AckSummary:
         def jobs(key: str, kind: type) -> dict[int, Any]:
             return {int(j): kind(v) for j, v in dict(d.get(key) or {}).items()}
 
+        devs = {
+            str(dev): {k: {int(j): int(v) for j, v in dict(part.get(k) or {}).items()}
+                       for k in ("bytes", "elapsed_ns", "counted")}
+            for dev, part in dict(d.get("devices") or {}).items()
+        }  # fmt: skip
+
         def span(key: str) -> tuple[int, int, int]:
             n, lo, hi = (int(x) for x in (d.get(key) or (0, 0, 0)))
             return n, lo, hi
@@ -83,9 +99,9 @@ class AckSummary:
             used_ns=jobs("used_ns", int),
             offered_ns=jobs("offered_ns", float),
             counted=jobs("counted", int),
-            io_bytes=jobs("io_bytes", int),
-            io_elapsed_ns=jobs("io_elapsed_ns", int),
-            io_counted=jobs("io_counted", int),
+            dev_bytes={dev: p["bytes"] for dev, p in devs.items()},
+            dev_elapsed_ns={dev: p["elapsed_ns"] for dev, p in devs.items()},
+            dev_counted={dev: p["counted"] for dev, p in devs.items()},
             cpu_total_ns=int(d.get("cpu_total_ns", 0)),
             offered_total_ns=float(d.get("offered_total_ns", 0.0)),
             applied=span("applied"),
@@ -107,13 +123,15 @@ class AckSummary:
             self.offered_ns[j] = self.offered_ns.get(j, 0.0) + f
         for j, c in o.counted.items():
             self.counted[j] = self.counted.get(j, 0) + c
-        for mine, theirs in (
-            (self.io_bytes, o.io_bytes),
-            (self.io_elapsed_ns, o.io_elapsed_ns),
-            (self.io_counted, o.io_counted),
+        for mine_all, theirs_all in (
+            (self.dev_bytes, o.dev_bytes),
+            (self.dev_elapsed_ns, o.dev_elapsed_ns),
+            (self.dev_counted, o.dev_counted),
         ):
-            for j, v in theirs.items():
-                mine[j] = mine.get(j, 0) + v
+            for dev, theirs in theirs_all.items():
+                mine = mine_all.setdefault(dev, {})
+                for j, v in theirs.items():
+                    mine[j] = mine.get(j, 0) + v
         self.cpu_total_ns += o.cpu_total_ns
         self.offered_total_ns += o.offered_total_ns
         self.applied = _span_merge(self.applied, o.applied)
@@ -139,24 +157,27 @@ class AckSummary:
                 out[job] = min(1.0, max(0.0, self.used_ns.get(job, 0) / off))
         return out
 
-    def disk_demand(
-        self, placement: Mapping[int, Iterable[str]], disk_bps: float
+    def device_demand(
+        self, device: str, placement: Mapping[int, Iterable[str]], bps: float
     ) -> dict[int, float]:
-        """Per job: the share of its nodes' disks it used, bytes / (quantum x ``disk_bps``)
+        """Per job: the share of its nodes' ``device`` it used, bytes / (quantum x ``bps``)
         summed over its nodes, for the jobs every node of whose previous placement reported
-        its bytes; clamped to [0, 1] (a burst the page cache absorbed may exceed it)."""
+        its bytes; clamped to [0, 1] (a device may briefly move more than its nominal rate)."""
         out: dict[int, float] = {}
+        moved = self.dev_bytes.get(device, {})
+        elapsed = self.dev_elapsed_ns.get(device, {})
+        counted = self.dev_counted.get(device, {})
         for job, nodes in placement.items():
             n = len(list(nodes))
-            cap = self.io_elapsed_ns.get(job, 0) / 1e9 * disk_bps
-            if n and self.io_counted.get(job, 0) == n and cap > 0:
-                out[job] = min(1.0, max(0.0, self.io_bytes.get(job, 0) / cap))
+            cap = elapsed.get(job, 0) / 1e9 * bps
+            if n and counted.get(job, 0) == n and cap > 0:
+                out[job] = min(1.0, max(0.0, moved.get(job, 0) / cap))
         return out
 
 
-def _io_per_job(raw: Any) -> dict[int, int]:
-    """An ack's ``io_bytes`` ({job: [read, write]}) as bytes moved per job; whatever is
-    malformed is skipped (an agent's ack is never trusted to be well formed)."""
+def _bytes_per_job(raw: Any) -> dict[int, int]:
+    """An ack's ``{job: [a, b]}`` as bytes moved per job (a + b); whatever is malformed
+    is skipped (an agent's ack is never trusted to be well formed)."""
     out: dict[int, int] = {}
     if not isinstance(raw, dict):
         return out
@@ -215,7 +236,7 @@ class AckFolder:
             for j, ns in per.items():
                 cpu_ns[j] = cpu_ns.get(j, 0) + ns
                 s.cpu_total_ns += ns
-            io = _io_per_job(ack.get("io_bytes"))
+            moved = {dev: _bytes_per_job(ack.get(key)) for dev, key in DEVICE_ACK_KEYS.items()}
             if ack.get("errors"):
                 s.ack_errors[node] = ack["errors"]
             t = ack.get("thawed_realtime_ns")
@@ -254,10 +275,14 @@ class AckFolder:
                     used_ns[j] = used_ns.get(j, 0) + per[j]
                     offered_ns[j] = offered_ns.get(j, 0.0) + offered
                     counted[j] = counted.get(j, 0) + 1
-                if j in io:
-                    s.io_bytes[j] = s.io_bytes.get(j, 0) + io[j]
-                    s.io_elapsed_ns[j] = s.io_elapsed_ns.get(j, 0) + (t - prev)
-                    s.io_counted[j] = s.io_counted.get(j, 0) + 1
+                for dev, per_job in moved.items():
+                    if j in per_job:
+                        b = s.dev_bytes.setdefault(dev, {})
+                        e = s.dev_elapsed_ns.setdefault(dev, {})
+                        c = s.dev_counted.setdefault(dev, {})
+                        b[j] = b.get(j, 0) + per_job[j]
+                        e[j] = e.get(j, 0) + (t - prev)
+                        c[j] = c.get(j, 0) + 1
         s.applied = (a_n, a_lo, a_hi)
         s.thawed = (t_n, t_lo, t_hi)
         self._prev_jobs = {n: _job_ids(jobs) for n, jobs in commands.items()}

@@ -62,6 +62,7 @@ ACK_FIELDS = frozenset(
     {
         "cpu_ns",
         "io_bytes",  # block I/O bytes per job, from agents that measure them (issue 31)
+        "net_bytes",  # TCP bytes per job (agent/netuse.py)
         "errors",
         "applied_monotonic_ns",
         "thawed_realtime_ns",

@@ -6,8 +6,9 @@ may have, the time-slice length. Here: ``quantum`` (s, >= 10 ms), ``max_slots``
 (rows of the matrix, None = unlimited), ``interactive_limit`` (s of run time),
 ``user_limit`` (unfinished jobs per user, None = unlimited) and
 ``queue_limit`` (queued jobs per user who is not an operator, 100 unless set;
-None = unlimited: controller/rights.py) and ``disk_bps`` (bytes per second a node's disk
-moves: the capacity a job's disk demand is a fraction of, for N + 1 gangs, issue 31). Pure.
+None = unlimited: controller/rights.py), ``disk_bps`` and ``net_bps`` (bytes per second a
+node's disk and link move: the capacities a job's disk and network demands are fractions
+of, for N + 1 gangs, issue 31). Pure.
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 MIN_QUANTUM = 0.01
-SETTABLE = ("quantum", "max_slots", "interactive_limit", "user_limit", "queue_limit", "disk_bps")
+SETTABLE = (
+    "quantum",
+    "max_slots",
+    "interactive_limit",
+    "user_limit",
+    "queue_limit",
+    "disk_bps",
+    "net_bps",
+)
 DEFAULT_QUEUE_LIMIT = 100
 # A node's disk capacity unless the operator sets one: about what the local cluster's
 # shared virtual disk moved with O_DIRECT, 8 MiB in 84-100 ms (docs/results/blkio-accounting)
 DEFAULT_DISK_BPS = 100e6
+# ... and its link's: GigE, the local cluster's default link profile (testbed/cluster)
+DEFAULT_NET_BPS = 125e6
 
 
 class ConfigError(ValueError):
@@ -36,6 +47,7 @@ class OperatorConfig:
     user_limit: int | None = None
     queue_limit: int | None = DEFAULT_QUEUE_LIMIT
     disk_bps: float = DEFAULT_DISK_BPS
+    net_bps: float = DEFAULT_NET_BPS
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,9 +78,9 @@ def _check(key: str, value: Any) -> Any:
         if not num or not math.isfinite(value) or value < MIN_QUANTUM:
             raise ConfigError(f"set quantum: want seconds >= {MIN_QUANTUM}, got {value!r}")
         return float(value)
-    if key == "disk_bps":
+    if key in ("disk_bps", "net_bps"):
         if not num or not math.isfinite(value) or value <= 0:
-            raise ConfigError(f"set disk_bps: want bytes per second > 0, got {value!r}")
+            raise ConfigError(f"set {key}: want bytes per second > 0, got {value!r}")
         return float(value)
     if key == "interactive_limit":
         if not num or not math.isfinite(value) or value < 0:

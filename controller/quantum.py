@@ -60,8 +60,8 @@ class RoundReport:
 
     q: int
     utilization: dict[int, float] = field(default_factory=dict)
-    # per job with a measured utilization: its demand on every device measured ("cpu",
-    # and "disk" where every node of the job reported its block I/O bytes), issue 31
+    # per job with a measured utilization: its demand on every device measured ("cpu";
+    # "disk", "net" where every node of the job reported its bytes there), issue 31
     devices: dict[int, dict[str, float]] = field(default_factory=dict)
     switches: Switches = field(default_factory=Switches)
 
@@ -75,14 +75,15 @@ class QuantumRound:
         nodes: Sequence[NodeInfo],
         table: JobTable,
         mono: Callable[[], float],
-        disk_bps: Callable[[], float] = lambda: 100e6,
+        device_bps: Callable[[], Mapping[str, float]] = lambda: {},
     ) -> None:
         self.pool = pool
         self.names = [n.name for n in nodes]
         self.capacity = {n.name: n.capacity for n in nodes}
         self.table = table
         self.mono = mono
-        self.disk_bps = disk_bps  # a node's disk capacity (operator setting disk_bps)
+        # each I/O device's capacity on a node, bytes/s (operator settings disk_bps, net_bps)
+        self.device_bps = device_bps
         self.q = 0
         self._prev_runnable: dict[int, list[str]] = {}  # job -> nodes, previous quantum
         self.folder = AckFolder(self.capacity)  # the acks of a pool that returns them all
@@ -148,11 +149,11 @@ class QuantumRound:
         for node in s.late:
             log.info("quantum %d: the plan reached %s after its instant (late)", self.q, node)
         report.utilization = s.utilization(self._prev_runnable)
-        disk = s.disk_demand(self._prev_runnable, self.disk_bps())
-        report.devices = {
-            j: {"cpu": u, "disk": disk[j]} if j in disk else {"cpu": u}
-            for j, u in report.utilization.items()
-        }
+        report.devices = {j: {"cpu": u} for j, u in report.utilization.items()}
+        for dev, bps in self.device_bps().items():
+            for j, share in s.device_demand(dev, self._prev_runnable, bps).items():
+                if j in report.devices:
+                    report.devices[j][dev] = share
         sw.skew = s.skew_s(s.applied)
         sw.thaw_skew = s.skew_s(s.thawed)
         if s.offered_total_ns > 0:

@@ -76,7 +76,11 @@ class Scheduler:
         self.job_env = dict(job_env or {})  # added to every rank's environment (net_env)
         self.table = JobTable()
         self.round = QuantumRound(
-            pool, self.nodes, self.table, mono, disk_bps=lambda: self.cfg.disk_bps
+            pool,
+            self.nodes,
+            self.table,
+            mono,
+            device_bps=lambda: {"disk": self.cfg.disk_bps, "net": self.cfg.net_bps},
         )
         self.telemetry = Telemetry()
         self.rejoins = Reconciler(pool, self.nodes, self.table, self._rank_ended, self.on_event)

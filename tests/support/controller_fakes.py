@@ -29,6 +29,7 @@ class FakePool:
         self.busy: dict[str, float] = {}  # job id -> fraction of the node it uses when thawed
         # job id -> block I/O bytes per second it moves when thawed (None: no io_bytes in acks)
         self.disk_bps: dict[str, float] | None = None
+        self.net_bps: dict[str, float] | None = None  # the same for TCP bytes (net_bytes)
         self.skew_ns = 0
         self.runnable: dict[str, dict[str, int]] = {}  # node -> last command
         self.live: dict[str, set[str]] = {n.name: set() for n in self.nodes}
@@ -75,6 +76,10 @@ class FakePool:
             }
             if io is not None:
                 ack["io_bytes"] = io
+            if self.net_bps is not None:
+                ack["net_bytes"] = {
+                    j: [int(self.net_bps.get(j, 0.0) * self.quantum_ns / 1e9), 0] for j in cpu
+                }
             if at is not None:
                 ack.update(
                     mode="time-triggered",

@@ -117,13 +117,13 @@ def test_disk_demand_is_bytes_over_the_quantum_times_the_disk_rate() -> None:
     s = folder.fold(commands, acks)
     placement = {1: ["n0", "n1"], 2: ["n0"]}
     # job 1: 20 MB over 2 x 0.2 s x 100 MB/s = 40 MB; job 2 none
-    assert s.disk_demand(placement, 100e6) == pytest.approx({1: 0.5, 2: 0.0})
-    assert s.disk_demand(placement, 10e6) == {1: 1.0, 2: 0.0}  # clamped
+    assert s.device_demand("disk", placement, 100e6) == pytest.approx({1: 0.5, 2: 0.0})
+    assert s.device_demand("disk", placement, 10e6) == {1: 1.0, 2: 0.0}  # clamped
     # a relay's summary carries it: the merge of two halves gives the same figure
     back = AckSummary.from_wire(s.to_wire())
-    assert back.disk_demand(placement, 100e6) == pytest.approx({1: 0.5, 2: 0.0})
+    assert back.device_demand("disk", placement, 100e6) == pytest.approx({1: 0.5, 2: 0.0})
     # a node that reports no bytes (no accounting there): the job's disk is unknown
     del acks["n1"]["io_bytes"]
     acks["n0"]["applied_monotonic_ns"] = acks["n1"]["applied_monotonic_ns"] = 1_400_000_000
     s = folder.fold(commands, acks)
-    assert s.disk_demand(placement, 100e6) == pytest.approx({2: 0.0})
+    assert s.device_demand("disk", placement, 100e6) == pytest.approx({2: 0.0})

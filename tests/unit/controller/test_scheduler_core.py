@@ -396,3 +396,13 @@ def test_without_io_bytes_no_disk_is_observed() -> None:
     step(s, clock, 4)
     assert "disk" not in s.last_devices[a]
     assert s.policy.predictor.history(a, "disk")[0] == 0.0  # type: ignore[union-attr]
+
+
+def test_net_bytes_in_acks_reach_nplus1_as_a_net_demand() -> None:
+    s, pool, clock = make("nplus1", params={"n": 2})
+    s.cfg.net_bps = 100e6
+    a = s.submit(BUSY, "alice")
+    pool.net_bps = {str(a): 25e6}
+    step(s, clock, 6)
+    assert s.policy.predictor.history(a, "net")[0] == pytest.approx(0.25)  # type: ignore[union-attr]
+    assert "disk" not in s.last_devices[a]  # no io_bytes in these acks
