@@ -87,7 +87,13 @@ def test_handlers_and_errors() -> None:
     assert st["policy"] == "gang" and st["agents"] == {"n0": True, "n1": True}
     assert "python_objects" not in st  # a heap walk only on request
     # no quantum has run: nothing measured yet (Figs. 3 and 13 read this each quantum)
-    assert st["last_quantum"] == {"utilization": {}, "slot": None, "partner": None, "runnable": []}
+    assert st["last_quantum"] == {
+        "utilization": {},
+        "devices": {},
+        "slot": None,
+        "partner": None,
+        "runnable": [],
+    }
     mem = call(c, "bob", "status", memory=True)["result"]
     assert mem["python_objects"] > 1000 and mem["jobs_in_system"] == 1
     kinds = mem["python_object_types"]  # the soak's leak finder: counts by type
