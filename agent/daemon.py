@@ -274,8 +274,6 @@ class Agent:
         if self.iodev is not None:
             self.iodev.close()
             self.iodev = None
-        if self.netmeter is not None:
-            self.netmeter.close()
         self.server.close()
         self.metrics.shutdown()
         log.info("agent %s stopped", self.cfg.node)
@@ -800,9 +798,8 @@ class Agent:
                 pids[j.job_id] = self.driver.pids(j.cgroup)
         try:
             return self.netmeter.deltas(pids)
-        except Exception as e:  # pyroute2's netlink errors are not all OSErrors
+        except Exception as e:  # e.g. a kernel without pidfd_getfd: once, then never again
             log.warning("jobs' network use not reported from now on: %s", e)
-            self.netmeter.close()
             self.netmeter = None
             return {}
 
