@@ -143,9 +143,14 @@ class Layout:
 
     # ---- ready-made layouts (tests, explicit --cgroup-root) -------------------------
     @classmethod
-    def v1_at(cls, root: str, resources: tuple[str, ...] = RESOURCES) -> Layout:
-        """v1 hierarchies at ``<root>/<controller>`` (the usual /sys/fs/cgroup shape)."""
+    def v1_at(cls, root: str, resources: tuple[str, ...] | None = None) -> Layout:
+        """v1 hierarchies at ``<root>/<controller>`` (the usual /sys/fs/cgroup shape): the
+        required ones, and the optional ones whose directory is there (as detection does)."""
         root = str(root)
+        if resources is None:
+            resources = RESOURCES + tuple(
+                r for r in OPTIONAL if os.path.isdir(os.path.join(root, r))
+            )
         return cls({r: Hierarchy(1, os.path.join(root, r)) for r in resources})
 
     @classmethod
