@@ -41,6 +41,11 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 #: a socket the job holds: (pid, fd) in that process
 Where = tuple[int, int]
+# Bounds on what one ack reads of a job, so that a job holding huge numbers of
+# descriptors slows its own figure, not the agent's loop: the first MAX_FDS entries of
+# each process, MAX_SOCKETS sockets in all (the message library holds one per peer).
+MAX_FDS = 4096
+MAX_SOCKETS = 1024
 
 
 def job_sockets(pids: Iterable[int], proc: str = "/proc") -> dict[int, Where]:
@@ -50,10 +55,12 @@ def job_sockets(pids: Iterable[int], proc: str = "/proc") -> dict[int, Where]:
     for pid in pids:
         fd_dir = f"{proc}/{pid}/fd"
         try:
-            fds = os.listdir(fd_dir)
+            fds = os.listdir(fd_dir)[:MAX_FDS]
         except OSError:
             continue
         for fd in fds:
+            if len(out) >= MAX_SOCKETS:
+                return out
             with contextlib.suppress(OSError, ValueError):
                 target = os.readlink(f"{fd_dir}/{fd}")
                 if target.startswith("socket:["):

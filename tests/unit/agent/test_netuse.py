@@ -50,3 +50,13 @@ def test_job_sockets_from_proc(tmp_path: Path) -> None:
     os.symlink("/dev/null", fd / "0")
     os.symlink("pipe:[17]", fd / "4")
     assert job_sockets([7, 8], proc=str(tmp_path)) == {4242: (7, 3)}  # 8: gone, nothing
+
+
+def test_a_job_with_huge_numbers_of_sockets_is_read_only_so_far(tmp_path: Path) -> None:
+    from agent import netuse
+
+    fd = tmp_path / "7" / "fd"
+    fd.mkdir(parents=True)
+    for i in range(netuse.MAX_SOCKETS + 50):
+        os.symlink(f"socket:[{1000 + i}]", fd / str(i))
+    assert len(job_sockets([7], proc=str(tmp_path))) == netuse.MAX_SOCKETS
