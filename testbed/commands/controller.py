@@ -26,7 +26,15 @@ from controller.flags import add_daemon_flags, daemon_argv
 from . import command_parser
 from ._api import CliError, call, common_options, json_arg, print_json
 
-SETTABLE = ("quantum", "max_slots", "interactive_limit", "user_limit", "queue_limit")
+SETTABLE = (
+    "quantum",
+    "max_slots",
+    "interactive_limit",
+    "user_limit",
+    "queue_limit",
+    "disk_bps",
+    "net_bps",
+)
 DAEMON_PREFIX = "controller: error: "  # how python -m controller reports (controller/__main__.py)
 
 __all__ = ["add_commands", "daemon_argv"]
@@ -46,12 +54,20 @@ def _parse_setting(item: str) -> tuple[str, Any]:
     if raw.lower() in ("null", "none", "unlimited", ""):
         if key in ("quantum", "interactive_limit"):
             raise CliError(f"{key} needs a number of seconds")
+        if key in ("disk_bps", "net_bps"):
+            raise CliError(f"{key} needs a number of bytes per second")
         return key, None
     counts = ("max_slots", "user_limit", "queue_limit")
     try:
         value: Any = int(raw) if key in counts else float(raw)
     except ValueError:
-        kind = "a whole number or none" if key in counts else "seconds"
+        kind = (
+            "a whole number or none"
+            if key in counts
+            else "bytes per second"
+            if key.endswith("_bps")
+            else "seconds"
+        )
         raise CliError(f"{key}={raw!r}: want {kind}") from None
     return key, value
 

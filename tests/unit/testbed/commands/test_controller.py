@@ -353,3 +353,15 @@ def test_every_help_teaches_with_examples(command: list[str], capsys: Any) -> No
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "cosched " in out.split("examples:")[1]
+
+
+def test_set_device_rates_parse_as_bytes_per_second() -> None:
+    from testbed.commands._api import CliError
+    from testbed.commands.controller import _parse_setting
+
+    assert _parse_setting("disk-bps=2e8") == ("disk_bps", 2e8)
+    assert _parse_setting("net_bps=125000000") == ("net_bps", 125e6)
+    with pytest.raises(CliError, match="bytes per second"):
+        _parse_setting("disk_bps=fast")
+    with pytest.raises(CliError, match="bytes per second"):
+        _parse_setting("net_bps=none")
