@@ -303,7 +303,8 @@ def add_commands(subparsers: Any) -> None:
         ">= "
         "0.01), max_slots (int or none), interactive_limit (s of run time before an "
         "interactive job is demoted), user_limit (jobs per user, int or none), queue_limit "
-        "(queued jobs per user who is not an operator, default 100, int or none).",
+        "(queued jobs per user who is not an operator, default 100, int or none), disk_bps "
+        "and net_bps (bytes/s a node's disk and link move: N + 1 gangs' device capacities).",
         "  cosched controller set quantum=0.5\n"
         "  cosched controller set max_slots=4 user_limit=none",
         common,
