@@ -44,11 +44,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from testbed.experiment.dhc import study as dhcstudy  # noqa: E402
-from testbed.sweep import RunSpec, SweepOptions, run_sweep  # noqa: E402
+from testbed.sweep import RunSpec, SweepOptions, daskconf, run_sweep  # noqa: E402
 
 SPEEDUP_TARGET = 1.8
 DASK_TARGET = 0.10
@@ -84,11 +86,46 @@ def capacity(loops: int) -> float:
     return serial / (time.perf_counter() - t0)
 
 
-def timed(specs: list[RunSpec], **kw: Any) -> float:
+RUNNERS = ("multiprocessing.forkserver", "testbed.sweep.child import serve")
+
+
+def machinery() -> dict[int, float]:
+    """CPU seconds of this process and its descendants that run no runs: the coordinator
+    (a LocalCluster's scheduler and nannies, the Dask client), the fork server, the Dask
+    workers; not the pool's workers (the fork server's children) nor the Dask workers'
+    run children (testbed/sweep/child.py)."""
+    me = psutil.Process()
+    out: dict[int, float] = {}
+    skip: set[int] = set()
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            if p.pid in skip or (p.ppid() in skip):
+                skip.add(p.pid)
+                continue
+            cmd = " ".join(p.cmdline())
+            if RUNNERS[0] in cmd:  # the fork server's own CPU counts, its workers' do not
+                skip.update(c.pid for c in p.children(recursive=True))
+            elif RUNNERS[1] in cmd:
+                skip.add(p.pid)
+                continue
+            t = p.cpu_times()
+            out[p.pid] = t.user + t.system
+        except psutil.Error:
+            continue
+    return out
+
+
+def timed(specs: list[RunSpec], cpu: list[float] | None = None, **kw: Any) -> float:
+    """The sweep's wall time; appends to ``cpu`` the CPU of the executor's machinery."""
+    c0 = machinery() if cpu is not None else {}
     t0 = time.perf_counter()
     out = run_sweep(specs, SweepOptions(progress=False, **kw))
     assert out.ok(), out.failed
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    if cpu is not None:
+        c1 = machinery()
+        cpu.append(sum(v - c0.get(pid, 0.0) for pid, v in c1.items()))
+    return wall
 
 
 def spread(xs: list[float], fmt: str) -> str:
@@ -105,11 +142,13 @@ def warm(spec: RunSpec) -> None:
 
 
 class Cluster:
-    """A Dask LocalCluster of 2 one-thread workers, up only for the legs that want it."""
+    """A Dask LocalCluster of 2 one-thread workers, up only for the legs that want it:
+    with the sweep settings (testbed/sweep/daskconf.py) or Dask's defaults."""
 
-    def __init__(self, warmup: RunSpec) -> None:
+    def __init__(self, warmup: RunSpec, settings: bool = True) -> None:
         self.lc: Any = None
         self.warmup = warmup
+        self.settings = settings
         self.started: list[float] = []
 
     def up(self) -> str:
@@ -117,9 +156,12 @@ class Cluster:
 
         if self.lc is None:
             t0 = time.perf_counter()
-            self.lc = distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-            )
+            if self.settings:
+                self.lc = daskconf.local_cluster(2, dashboard_address=":0")
+            else:
+                self.lc = distributed.LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+                )
             self.started.append(time.perf_counter() - t0)
             with distributed.Client(self.lc, set_as_default=False) as client:
                 client.run(warm, self.warmup)  # each worker's child, as the pool's fork server
@@ -143,46 +185,53 @@ def main() -> int:
     print(f"host: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     work = dhc_runs(args.runs, args.gangs)
     print(f"sweep: {len(work)} DHC fluid runs of {args.gangs} gangs (32 PEs)")
-    cluster = Cluster(dhc_runs(1, 100)[0])
-    one: list[float] = []
-    pool: list[float] = []
-    pool_idle: list[float] = []
-    dask: list[float] = []
+    warmup = dhc_runs(1, 100)[0]
+    # with the sweep settings (testbed/sweep/daskconf.py) and with Dask's defaults
+    clusters = {"settings": Cluster(warmup), "defaults": Cluster(warmup, settings=False)}
+    # (name, sweep options, the Dask cluster up during it)
+    legs: list[tuple[str, dict[str, Any], str | None]] = [
+        ("1", {"workers": 1}, None), ("pool", {"workers": 2}, None),
+        ("pool, idle cluster", {"workers": 2}, "settings"), ("dask", {}, "settings"),
+        ("dask defaults", {}, "defaults")]  # fmt: skip
+    wall: dict[str, list[float]] = {name: [] for name, _, _ in legs}
+    mcpu: dict[str, list[float]] = {name: [] for name, _, _ in legs}
     cap: list[float] = []
+
+    def only(key: str | None) -> str:
+        for k, c in clusters.items():
+            if k != key:
+                c.down()
+        return clusters[key].up() if key is not None else ""
+
     try:
         timed(work[:2], workers=2)  # the fork server up, modules read from disk
         once = [RunSpec("bench", {"i": -i}, 0, nothing) for i in (1, 2)]  # one would run here
         ups = {"2 local workers": [timed(once, workers=2) for _ in range(3)]}
-        ups["Dask 2 workers"] = [timed(once, dask=cluster.up()) for _ in range(3)]
+        ups["Dask 2 workers"] = [timed(once, dask=only("settings")) for _ in range(3)]
         print("start-up and close (a sweep of two runs that do nothing): "
               + "; ".join(f"{k} {spread([1000 * x for x in v], '{:.0f} ms')}"
                           for k, v in ups.items()))  # fmt: skip
-        cluster.down()
-        # (name, sweep options, the Dask cluster up during it)
-        legs = [("1", {"workers": 1}, False), ("pool", {"workers": 2}, False),
-                ("pool, idle cluster", {"workers": 2}, True), ("dask", {}, True)]  # fmt: skip
+        only(None)
         for rep in range(args.repeats):
             order = legs if rep % 2 == 0 else legs[::-1]  # ABC CBA: load drift falls alike
             cap.append(capacity(args.spin))
-            got = {}
-            for name, kw, up in order:
-                if up:
-                    addr = cluster.up()
-                    kw = {"dask": addr} if name == "dask" else kw
-                else:
-                    cluster.down()
-                got[name] = timed(work, **kw)
-            one.append(got["1"])
-            pool.append(got["pool"])
-            pool_idle.append(got["pool, idle cluster"])
-            dask.append(got["dask"])
+            for name, kw, key in order:
+                addr = only(key)
+                kw = {"dask": addr} if name.startswith("dask") else kw
+                wall[name].append(timed(work, mcpu[name], **kw))
+            got = {name: v[-1] for name, v in wall.items()}
             print(f"  repetition {rep + 1}: 1 process {got['1']:.1f} s, 2 local workers "
                   f"{got['pool']:.1f} s (with an idle Dask cluster up "
-                  f"{got['pool, idle cluster']:.1f} s), Dask 2 workers {got['dask']:.1f} s; "
+                  f"{got['pool, idle cluster']:.1f} s), Dask 2 workers {got['dask']:.1f} s "
+                  f"(with Dask's default settings {got['dask defaults']:.1f} s); "
                   f"host 2-process capacity {cap[-1]:.2f}x, load average "
                   f"{os.getloadavg()[0]:.2f}")  # fmt: skip
-        print(f"Dask LocalCluster (2 workers x 1 thread, started {len(cluster.started)} times, "
-              f"untimed): start-up {spread(cluster.started, '{:.1f} s')}")  # fmt: skip
+        only(None)
+        for what, c in clusters.items():
+            print(f"Dask LocalCluster (2 workers x 1 thread, {what}, started "
+                  f"{len(c.started)} times, untimed): start-up "
+                  f"{spread(c.started, '{:.1f} s')}")  # fmt: skip
+        one, pool, dask = wall["1"], wall["pool"], wall["dask"]
         speedup = [a / b for a, b in zip(one, pool, strict=True)]
         vs_pool = [c / b - 1 for c, b in zip(dask, pool, strict=True)]
         ok1 = statistics.median(speedup) >= SPEEDUP_TARGET
@@ -195,11 +244,23 @@ def main() -> int:
         pct = [100 * v for v in vs_pool]
         print(f"Dask (2 workers) vs local pool (2): {spread(pct, '{:+.1f} %')}; target within "
               f"{DASK_TARGET:.0%}: {'met' if ok2 else 'NOT met'}")  # fmt: skip
-        idle = [100 * (c / b - 1) for c, b in zip(pool_idle, pool, strict=True)]
-        vs_idle = [100 * (c / b - 1) for c, b in zip(dask, pool_idle, strict=True)]
-        print(f"  the pool with an idle Dask cluster up vs without: {spread(idle, '{:+.1f} %')}; "
-              f"Dask vs that pool (how this benchmark compared before): "
-              f"{spread(vs_idle, '{:+.1f} %')}")  # fmt: skip
+        plain = wall["dask defaults"]
+        vs_plain = [100 * (c / b - 1) for c, b in zip(plain, pool, strict=True)]
+        gain = [100 * (c / b - 1) for c, b in zip(dask, plain, strict=True)]
+        print(f"  Dask with Dask's default settings vs the pool: {spread(vs_plain, '{:+.1f} %')}"
+              f"; Dask vs Dask with its defaults: {spread(gain, '{:+.1f} %')}")  # fmt: skip
+        idle = [100 * (c / b - 1) for c, b in zip(wall["pool, idle cluster"], pool, strict=True)]
+        print(f"  the pool with an idle Dask cluster (sweep settings) up vs without: "
+              f"{spread(idle, '{:+.1f} %')}")  # fmt: skip
+        print(
+            "executor machinery CPU (every process of the executor but those running the "
+            "runs: coordinator, scheduler, nannies, client, Dask workers, fork server):"
+        )
+        for name in ("pool", "pool, idle cluster", "dask", "dask defaults"):
+            per_run = [1000 * c / len(work) for c in mcpu[name]]
+            core = [100 * c / w for c, w in zip(mcpu[name], wall[name], strict=True)]
+            print(f"  {name}: per run {spread(per_run, '{:.1f} ms')}; "
+                  f"{spread(core, '{:.1f} %')} of a core")  # fmt: skip
 
         trivial = [RunSpec("bench", {"i": i}, 0, nothing) for i in range(args.trivial)]
         print(f"executor overhead: {args.trivial} runs that do nothing, wall time per run")
@@ -207,7 +268,7 @@ def main() -> int:
             for name, kw in (("this process", {"workers": 1}), ("2 local workers", {"workers": 2}),
                              ("Dask 2 workers", {"dask": "up"})):  # fmt: skip
                 if "dask" in kw:  # the pool's and this process's legs with no cluster up
-                    kw = {"dask": cluster.up()}
+                    kw = {"dask": only("settings")}
                 plain, stored = [], []
                 for rep in range(args.repeats):
                     plain.append(timed(trivial, **kw) / len(trivial))
@@ -219,7 +280,7 @@ def main() -> int:
                       f"target < {OVERHEAD_TARGET * 1000:.0f} ms: "
                       f"{'met' if worst < OVERHEAD_TARGET else 'NOT met'}")  # fmt: skip
     finally:
-        cluster.down()
+        only(None)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

@@ -177,12 +177,15 @@ class DaskPool:
 
         as_completed: Any = distributed.as_completed  # untyped
         tag = uuid.uuid4().hex[:8]
-        futures = {
-            self.client.submit(
-                run_in_child, spec, self.attempts, key=f"{spec.study}-{spec.key}-{tag}", pure=False
-            ): spec
-            for spec in todo
-        }
+        # one call for every run: the scheduler takes them in one message, not one each
+        submitted = self.client.map(
+            run_in_child,
+            list(todo),
+            attempts=self.attempts,
+            key=[f"{spec.study}-{spec.key}-{tag}" for spec in todo],
+            pure=False,
+        )
+        futures = dict(zip(submitted, todo, strict=True))
         killed: list[RunSpec] = []
         try:
             for fut in as_completed(futures, loop=self.client.loop):
