@@ -45,7 +45,6 @@ def local_cluster(workers: int, **kw: Any) -> Any:
     import dask
     import distributed
 
+    cluster: Any = distributed.LocalCluster  # untyped constructor
     with dask.config.set(SETTINGS):
-        return distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, **kw
-        )
+        return cluster(n_workers=workers, threads_per_worker=1, processes=True, **kw)
