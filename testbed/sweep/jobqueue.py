@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import CoschedError
+from testbed.sweep import daskconf
 from testbed.sweep.errors import SweepUsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,23 +49,26 @@ def make_cluster(
         raise SweepUsageError(f"batch system {kind!r}: not known", fix=f"one of {', '.join(KINDS)}")
     if cores < 1:
         raise SweepUsageError(f"--cores {cores}: a job needs at least one", fix="e.g. --cores 32")
+    import dask
     from dask_jobqueue.pbs import PBSCluster
     from dask_jobqueue.slurm import SLURMCluster
 
     cls = SLURMCluster if kind == "slurm" else PBSCluster
-    return cls(
-        cores=cores,
-        processes=cores,  # one process per core, one thread each: the runs hold the GIL
-        memory=memory,
-        walltime=walltime,
-        queue=queue,
-        account=account,
-        interface=interface,
-        python=python,
-        job_name="cosched-sweep",
-        job_script_prologue=[f"cd {ROOT}"],  # the workers import this repository
-        scheduler_options={"port": port, "dashboard_address": dashboard},
-    )
+    exports = [f"export {k}={v}" for k, v in sorted(daskconf.environment().items())]
+    with dask.config.set(daskconf.SETTINGS):  # the scheduler, started here
+        return cls(
+            cores=cores,
+            processes=cores,  # one process per core, one thread each: the runs hold the GIL
+            memory=memory,
+            walltime=walltime,
+            queue=queue,
+            account=account,
+            interface=interface,
+            python=python,
+            job_name="cosched-sweep",
+            job_script_prologue=[f"cd {ROOT}", *exports],  # this repository; the settings
+            scheduler_options={"port": port, "dashboard_address": dashboard},
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

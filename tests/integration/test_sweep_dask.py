@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from testbed.sweep import RunSpec, SweepOptions, run_sweep
+from testbed.sweep import RunSpec, SweepOptions, daskconf, run_sweep
 from testbed.sweep.errors import SchedulerError
 from tests.support.sweep_runs import square
 
@@ -23,9 +23,8 @@ distributed = pytest.importorskip("distributed")
 
 
 def local_cluster() -> Any:
-    return distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
-    )
+    """Two one-thread workers with the settings a sweep cluster is recommended."""
+    return daskconf.local_cluster(2, dashboard_address="127.0.0.1:0")
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +68,20 @@ def test_a_dask_cluster_gives_the_local_pools_results_and_shows_its_dashboard(
     second = run_sweep(todo, SweepOptions(workers=2, store=store, progress=False))
     assert (first.ran, second.stored, second.ran) == (5, 5, len(todo) - 5)
     assert json.dumps(second.results) == json.dumps(local.results)
+
+
+def tick_interval(dask_worker: Any) -> float:
+    return float(dask_worker.periodic_callbacks["tick"].callback_time)
+
+
+def test_the_workers_run_with_the_sweep_settings(cluster: Any) -> None:
+    """The nannies hand the settings to the worker processes they start."""
+    with distributed.Client(cluster, set_as_default=False) as client:
+        got = client.run(tick_interval)
+        assert sorted(got.values()) == [1000.0, 1000.0]  # Dask's default: 20 ms
+        assert client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks) == {
+            w: False for w in got
+        }
 
 
 def workers(cluster: Any) -> set[str]:

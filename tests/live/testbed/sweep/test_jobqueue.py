@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.sweep import daskconf
 from testbed.sweep.errors import SweepUsageError
 from testbed.sweep.jobqueue import make_cluster
 
@@ -39,6 +40,8 @@ def test_slurm_job_runs_one_thread_workers_per_core_from_this_repository() -> No
     assert line.startswith(f"{sys.executable} -m distributed.cli.dask_worker tcp://")
     assert "--nthreads 1" in line and "--nworkers 8" in line
     assert text.index(f"cd {ROOT}") < text.index(line)
+    for name, value in daskconf.environment().items():  # the sweep settings, before the workers
+        assert 0 <= text.find(f"export {name}={value}\n") < text.index(line), name
 
 
 def test_pbs_job_asks_for_the_cores_memory_and_walltime() -> None:
