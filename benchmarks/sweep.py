@@ -3,8 +3,13 @@
 * Speed-up of 2 local worker processes over 1 (this process) on a sweep of
   ``--runs`` DHC fluid runs (Feitelson & Rudolph 1996's simulation, about a
   second each). Target >= 1.8x on a 2-core machine.
-* A Dask LocalCluster of 2 one-thread worker processes against the local pool of
-  2 on the same sweep. Target: within 10 %. The cluster is up only for Dask's sweeps
+* A Dask LocalCluster of 2 one-thread worker processes, started with the sweep
+  settings (testbed/sweep/daskconf.py), against the local pool of
+  2 on the same sweep. Target: within 10 %. A second LocalCluster with Dask's
+  default settings is timed in the same repetitions, and each executor's
+  machinery CPU is printed (the CPU time of its processes but those running the
+  runs: coordinator, scheduler, nannies, client, Dask workers, fork server).
+  The cluster is up only for Dask's sweeps
   (a pool user runs no Dask cluster; its idle CPU would slow the pool) and for one
   more sweep of the pool, which shows what an idle cluster costs the pool (the way
   this benchmark compared before 2026-11-27). The cluster's start-up is untimed and
@@ -18,8 +23,9 @@
   Target < 50 ms.
 
 The host is shared: every repetition measures the executors side by side in
-an interleaved order (1, pool, pool beside an idle cluster, Dask, then
-backwards), and each ratio is taken within one repetition; printed are the median and the range over
+an interleaved order (1, pool, pool beside an idle cluster, Dask, Dask with
+its defaults, then backwards), and each ratio is taken within one repetition;
+printed are the median and the range over
 ``--repeats`` repetitions, with the load average before and after. Each
 repetition also measures what two processes get from the host at that moment:
 the same pure-Python loop run twice one after the other and twice at once

@@ -8,7 +8,8 @@ Dask cluster) and whether results are kept between invocations (a result
 store) is chosen by :class:`SweepOptions`, never by the study (docs/sweeps.md).
 
 Executors: ``local.py`` (this process; local worker processes), ``daskpool.py``
-(a Dask cluster); the store: ``store.py``; what a worker does with a run:
+(a Dask cluster; ``child.py`` runs its runs, ``daskconf.py`` holds the settings a
+cluster for sweeps should start with); the store: ``store.py``; what a worker does with a run:
 ``worker.py``; progress: ``progress.py``; the command-line side: ``cli.py``;
 workers on Slurm or PBS: ``jobqueue.py``.
 """

@@ -5,8 +5,9 @@ housekeeping: an event-loop health check every 20 ms, each worker's sampling
 profiler every 10 ms, a system monitor every 500 ms, each nanny's check of its
 worker's memory every 100 ms. A sweep's runs are long pure-Python computations that
 need none of it, and on a machine whose cores the runs fill every wakeup is taken
-from them: an idle LocalCluster of two workers used 7.5-8.6 % of a core with the
-defaults and 2.4-2.7 % with ``SETTINGS`` (docs/results/sweeps/benchmark.md).
+from them: an idle LocalCluster of two workers used a median 11.1 % of a core with
+the defaults and 1.5 % with ``SETTINGS`` (``benchmarks/dask_idle.py``;
+docs/results/sweeps/benchmark.md).
 
 The settings are read when a scheduler, nanny or worker starts, so they are the
 cluster's, not the client's: :func:`local_cluster` (tests, benchmarks) and the batch

@@ -2,15 +2,17 @@
 
 The coordinator connects as a client, checks before any run that every worker can
 import this code and runs the same version of it (the fingerprint of the run
-functions' sources), then submits one task per run and takes the outcomes as they
-end. A worker runs each run in a child process of its own (``child.py``: the run then
+functions' sources), then submits one task per run (all in one ``client.map``) and
+takes the outcomes as they end. A worker runs each run in a child process of its
+own (``child.py``: the run then
 shares no GIL with the worker's event loop); a run that kills its child is run again in
 a new one, and after ``attempts`` deaths recorded as failed with the signal. A worker
 that dies has its tasks moved to other workers by the scheduler;
 a run whose workers died ``distributed.scheduler.allowed-failures`` + 1 times is
 recorded as failed. Workers need the repository importable (the same commit, e.g.
 on a shared file system) and, for pure-Python runs, one thread each
-(``dask worker ADDRESS --nworkers N --nthreads 1``).
+(``dask worker ADDRESS --nworkers N --nthreads 1``), started with the settings of
+``daskconf.py`` (Dask's housekeeping otherwise takes CPU from the runs).
 """
 
 from __future__ import annotations
