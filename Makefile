@@ -25,9 +25,10 @@ check: $(STAMP)
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest $(FAST)
 
-# tests/live: the tests that start processes or sockets (loopback), without root.
+# tests/live: the tests that start processes or sockets (loopback), without root; two
+# workers (they mostly wait on their processes: scripts/test.sh).
 test-live: $(STAMP)
-	$(VENV)/bin/pytest -q tests/live
+	$(VENV)/bin/pytest -q -n 2 tests/live
 
 test: $(STAMP)
 	bash scripts/test.sh $(VENV)

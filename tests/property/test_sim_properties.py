@@ -80,7 +80,7 @@ def test_gang_policies_complete_everything(jobs: list[SimJob], mode: str) -> Non
             _check(jobs, name, mode)
 
 
-# one item per policy: the slow tier runs them on every core (scripts/test.sh)
+# one item per policy: the live tier's two workers share them (scripts/test.sh)
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_same_workload_same_result(name: str) -> None:
     from testbed.sim.workloads.lublin import generate_lublin
