@@ -167,7 +167,8 @@ def test_sim_vs_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
 @pytest.mark.timeout(900)
 def test_dhc_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
     """DHC beside strict and paired gang on the 4-node cluster, each run simulated."""
-    spec = _spec(tmp_path, "dhc-live.toml")  # its quiet_limit is 0 already
+    # its quiet_limit is 0 already; rate measurements of 0.1 s (22 iterations), as above
+    spec = _spec(tmp_path, "dhc-live.toml", ("rate_seconds = 1.0", "rate_seconds = 0.1"))
     out = tmp_path / "out"
     assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
     data = pipeline.read(out / "results.json").data
