@@ -22,19 +22,11 @@ from common.names import CONTROLLER_LOG, CONTROLLER_PORT, RUN_DIR_ENV, controlle
 from common.private import append_private
 from controller.client import ControllerClient, ControllerError
 from controller.flags import add_daemon_flags, daemon_argv
+from controller.operator import SETTABLE
 
 from . import command_parser
 from ._api import CliError, call, common_options, json_arg, print_json
 
-SETTABLE = (
-    "quantum",
-    "max_slots",
-    "interactive_limit",
-    "user_limit",
-    "queue_limit",
-    "disk_bps",
-    "net_bps",
-)
 DAEMON_PREFIX = "controller: error: "  # how python -m controller reports (controller/__main__.py)
 
 __all__ = ["add_commands", "daemon_argv"]

@@ -6,7 +6,6 @@ death, and the cluster comes down clean. Root, real local cluster."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import signal
@@ -17,21 +16,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.faults import BURN, BURN_SHORT, CYCLES, FAILSAFE_S, QUANTUM
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 def _start(live: Live, *extra: str) -> None:

@@ -6,7 +6,6 @@ job runs done. The tmpfs is unmounted and nothing is left. Root, real local clus
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,14 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ down clean. Root, real local cluster."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import sys
@@ -20,21 +19,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.faults import CYCLES, FAILSAFE_S, QUANTUM
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 def _node_states(live: Live, node: str, jobs: set[str]) -> set[str]:

@@ -7,7 +7,6 @@ node runs. A controller with no agent at all stops with one line
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
 
@@ -25,14 +24,8 @@ SHORT = [sys.executable, "-c", "x = 0\nfor i in range(3_000_000): x += i"]
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 def _until_ended(live: Live, job_id: int, limit: float = 60.0) -> dict[str, object]:

@@ -27,20 +27,15 @@ from agent.client import AgentClient
 from agent.local import BOOST_WEIGHT
 from common.cgroups.base import weight_to_shares
 from common.names import AGENT_PORT, METRICS_PORT
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
+    with running(root_cluster_env, tmp_path, up=False) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 def agent_status(lv: Live, node: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ cluster is torn down even on failure (the fixture checks nothing is left).
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,14 +38,9 @@ def _synthetic(iterations: int) -> list[str]:
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up(cpus_per_node=None)  # 2 nodes on whatever cores there are
+    # 2 nodes on whatever cores there are
+    with running(root_cluster_env, tmp_path, cpus_per_node=None) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 @pytest.mark.root

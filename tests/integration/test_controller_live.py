@@ -15,7 +15,6 @@ Every test stops its controller and tears the cluster down even on failure
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -27,21 +26,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.live import COMPUTE, IO, SPIN, Live, count_violations
+from tests.support.live import COMPUTE, IO, SPIN, Live, count_violations, running
 
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs 2 cores: one per node")
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path, cores=2) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 @pytest.mark.root

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = """\
@@ -40,14 +40,8 @@ pytestmark = [
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 def _in_job(node: str, job: int) -> set[str]:

@@ -8,7 +8,6 @@ under CC-B (MPL 2) they run side by side with the agents' boosts.
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import shutil
 import sys
@@ -18,21 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import Live
+from tests.support.live import Live, running
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up(cpus_per_node=None)
+    with running(root_cluster_env, tmp_path, cpus_per_node=None) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 def _rank0_output(job_id: str, since: float) -> str:

@@ -12,8 +12,6 @@ job only spins. The controller's ``status`` shows each job's last measured vecto
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import COMPUTE, Live
+from tests.support.live import COMPUTE, Live, running
 
 REPO = Path(__file__).resolve().parents[2]
 NET = [sys.executable, "-m", "apps.pingpong", "--bytes", "1000000", "--count", "1000000"]
@@ -37,16 +35,8 @@ DISK = [
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs 2 cores: one per node")
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path, cores=2) as lv:
         yield lv
-    finally:
-        lv.stop()
-        with contextlib.suppress(Exception):
-            lv.down()
 
 
 @pytest.mark.root

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.live import SPIN, Live, WakeStalls, count_violations
+from tests.support.live import SPIN, Live, WakeStalls, count_violations, running
 
 QUANTUM = 0.05
 LEAD = 0.02
@@ -164,15 +164,8 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
 
 @pytest.fixture
 def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs 2 cores: one per node")
-    lv = Live(root_cluster_env, tmp_path)
-    try:
-        lv.up()
+    with running(root_cluster_env, tmp_path, cores=2) as lv:
         yield lv
-    finally:
-        lv.stop()
-        lv.down()
 
 
 @pytest.mark.root

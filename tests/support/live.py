@@ -4,13 +4,17 @@ controller, talk to it, and sample the freezer states for two jobs THAWED at onc
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 SPIN = ["python3", "-c", "while True: pass"]
 
@@ -213,3 +217,23 @@ class WakeStalls:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+@contextlib.contextmanager
+def running(
+    state: Path, tmp: Path, *, up: bool = True, cores: int = 0, **up_kw: Any
+) -> Iterator[Live]:
+    """A :class:`Live` cluster for a test's fixture: brought up (unless ``up`` is False,
+    for tests that bring it up themselves), stopped and torn down however the test ends.
+    Skips when the host has fewer than ``cores`` cores (one per node)."""
+    if cores and len(os.sched_getaffinity(0)) < cores:
+        pytest.skip(f"needs {cores} cores: one per node")
+    lv = Live(state, tmp)
+    try:
+        if up:
+            lv.up(**up_kw)
+        yield lv
+    finally:
+        lv.stop()
+        with contextlib.suppress(Exception):
+            lv.down()
