@@ -16,12 +16,12 @@ evaluated decisions, wall time) may differ.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from testbed.sim.cdc.run import build, summarize
+from tests.support import golden
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "cdc_sim_exact.json"
 FLUID = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
@@ -71,11 +71,7 @@ def figures(params: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 def record() -> None:
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    runs = {name: figures(p, s) for name, p, s in cells()}
-    GOLDEN.write_text(json.dumps({"engine_commit": commit, "runs": runs}, indent=1) + "\n")
+    golden.record(GOLDEN, {name: figures(p, s) for name, p, s in cells()})
 
 
 if __name__ == "__main__":

@@ -15,12 +15,12 @@ simulator's own costs (events, evaluated decisions, wall time) may change.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from testbed.sim.cdc.run import run_cdc
+from tests.support import golden
 
 GOLDEN = Path(__file__).resolve().parents[4] / "support" / "data" / "cdc_sim_golden.json"
 FLUID = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
@@ -83,11 +83,7 @@ def test_cdc_sim_figures_unchanged_by_speedups() -> None:
 
 
 def record() -> None:
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    runs = {name: figures(p, s) for name, p, s in cells()}
-    GOLDEN.write_text(json.dumps({"engine_commit": commit, "runs": runs}, indent=1) + "\n")
+    golden.record(GOLDEN, {name: figures(p, s) for name, p, s in cells()})
 
 
 if __name__ == "__main__":
