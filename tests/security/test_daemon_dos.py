@@ -81,7 +81,8 @@ def test_a_connection_flood_stops_no_daemon(sec: Sec) -> None:
     print("flood:", *reports, sep="\n  ")
     print(
         f"longest time without a switch: before {baseline}, during {during}; "
-        f"slowest status {probe.slowest}"
+        f"slowest status {probe.slowest}; agent connections evicted before the hello"
+        f" and retried: {len(probe.evicted)}"
     )
     _alive_and_same(sec, before)
     assert not probe.failed, probe.failed[:5]
