@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import signal
 import time
@@ -38,6 +39,8 @@ from common.cgroups.layout import Hierarchy, Layout
 from common.cgroups.v1 import V1Acct, V1Cpu, V1Cpuset, V1Freezer
 from common.cgroups.v2 import V2Acct, V2Cpu, V2Cpuset, V2Freezer
 from common.cpus import count_cpus
+
+log = logging.getLogger(__name__)
 
 FREEZE_ANCHOR = "freeze-anchor"  # not a job: job groups are named job-<id>
 _RESOURCE_OF = {"io": "blkio"}  # a cgroup2 controller -> the resource the layout names
@@ -79,6 +82,7 @@ class _Io(Protocol):
     def stat_file(self, d: str) -> str: ...
     def read(self, f: str) -> IoBytes: ...
     def activate(self, d: str) -> list[str]: ...
+    def track(self, d: str) -> list[str]: ...
 
 
 class _Cpuset(Protocol):
@@ -114,6 +118,7 @@ class Cgroups:
         self._acct: _Acct | None = self._pick("cpuacct", V1Acct, V2Acct)
         self._cpuset: _Cpuset | None = self._pick("cpuset", V1Cpuset, V2Cpuset)
         self._io: _Io | None = self._pick("blkio", V1Io, V2Io)
+        self._io_parents: set[str] = set()  # io_accounting() succeeded for these
         self._weights: dict[str, int] = {}
         self._usage_files: dict[str, str] = {}  # read every quantum: no path joins there
 
@@ -363,6 +368,17 @@ class Cgroups:
             except FileExistsError:
                 continue
             self._init_new(h, d)
+            if self._io is not None and h == self.layout.controllers.get("blkio"):
+                self._track_io(rel, d)
+
+    def _track_io(self, rel: str, d: str) -> None:
+        """A group below an accounted parent gets its block groups at once
+        (common/cgroups/iostat.py): else its first I/O may be charged to the parent."""
+        if self._io is None or not any(rel.startswith(p + "/") for p in self._io_parents):
+            return
+        refused = self._io.track(d)
+        if refused:  # counting stays best effort, as it was
+            log.debug("%s: block groups not made for %s", rel, ", ".join(refused))
 
     def remove(self, path: str) -> None:
         """rmdir the group everywhere; it must be empty (no processes, no children)."""
@@ -464,11 +480,15 @@ class Cgroups:
             )
         if h.version == 1:
             refused = self._io.activate(f"{h.mount}/{rel}")
-            return f"blkio: the disks {', '.join(refused)} refused a rule" if refused else None
+            if refused:
+                return f"blkio: the disks {', '.join(refused)} refused a rule"
+            self._io_parents.add(rel)
+            return None
         try:
             self.ensure_parent(rel, enable=("io",))
         except (CgroupError, OSError) as e:
             return f"cgroup2 io not enabled below /{rel}: {e}"
+        self._io_parents.add(rel)
         return None
 
     def io_bytes(self, path: str) -> IoBytes:

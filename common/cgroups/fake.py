@@ -49,6 +49,8 @@ V1_HIERARCHIES = ("freezer", "cpu", "cpuacct", "cpuset")
 THREADED = frozenset({"cpu", "cpuset", "pids", "perf_event"})
 ROOT_RT_US = 950_000
 
+V1_IO_KEYS = ("Read", "Write", "Sync", "Async", "Discard", "Total")
+
 
 class FakeCgroupFS(CgroupFS):
     def __init__(
@@ -177,6 +179,8 @@ class FakeCgroupFS(CgroupFS):
             self._put(d / "cpu.max", "max 100000\n")
         elif c == "io":
             self._put(d / "io.stat", "")
+            if not self._is_top(d):
+                self._put(d / "io.max", "")
         elif c == "cpuset":
             self._put(d / "cpuset.cpus", "\n")
             self._put(d / "cpuset.mems", "\n")
@@ -353,8 +357,23 @@ class FakeCgroupFS(CgroupFS):
             if ":" not in dev or not limit.isdigit():
                 raise OSError(errno.EINVAL, "Invalid argument")
             self.io_active = True
+            stat = d / "blkio.throttle.io_service_bytes"
+            if stat.exists() and f"{dev} " not in stat.read_text():
+                # a rule makes the group's block group for the disk: it is listed from now
+                zero = "".join(f"{dev} {k} 0\n" for k in V1_IO_KEYS)
+                self._put(stat, zero + stat.read_text())
             if int(limit) >= 2**64 - 1:
                 return  # "no limit": nothing is kept, the file reads back empty
+        if name == "io.max":
+            # MAJ:MIN then key=value limits; "max" everywhere keeps nothing (blk-throttle.c)
+            dev, *limits = value.split()
+            keys = ("rbps", "wbps", "riops", "wiops")
+            for lim in limits:
+                k, _, v = lim.partition("=")
+                if ":" not in dev or k not in keys or not (v == "max" or v.isdigit()):
+                    raise OSError(errno.EINVAL, "Invalid argument")
+            if all(lim.endswith("=max") for lim in limits):
+                return
         if name == "cpu.rt_runtime_us":
             parent = d.parent / name
             if not self._is_top(d) and parent.exists() and int(value) > int(parent.read_text()):
@@ -521,9 +540,8 @@ class FakeCgroupFS(CgroupFS):
                     d / "io.stat", f"254:0 rbytes={r} wbytes={w} rios=0 wios=0 dbytes=0 dios=0\n"
                 )
         else:
-            lines = [f"254:0 {k} {v}" for k, v in
-                     (("Read", r), ("Write", w), ("Sync", r + w), ("Async", 0), ("Discard", 0),
-                      ("Total", r + w))]  # fmt: skip
+            values = (r, w, r + w, 0, 0, r + w)
+            lines = [f"254:0 {k} {v}" for k, v in zip(V1_IO_KEYS, values, strict=True)]
             self._put(
                 d / "blkio.throttle.io_service_bytes", "\n".join(lines) + f"\nTotal {r + w}\n"
             )

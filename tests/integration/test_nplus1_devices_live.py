@@ -12,6 +12,7 @@ job only spins. The controller's ``status`` shows each job's last measured vecto
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -68,10 +69,20 @@ def test_disk_and_network_bound_jobs_show_their_shares_at_the_controller(
     def peak(job: str, device: str) -> float:
         return max(v[device] for v in seen[job])
 
+    def median(job: str, device: str) -> float:
+        return statistics.median(v[device] for v in seen[job])
+
     for job, name in ((d, "disk job"), (c, "compute job"), (n, "network job")):
-        print(f"{name}: peak disk {peak(job, 'disk'):.3f}, peak net {peak(job, 'net'):.3f}")
+        print(
+            f"{name}: disk peak {peak(job, 'disk'):.3f} median {median(job, 'disk'):.3f}, "
+            f"net peak {peak(job, 'net'):.3f} median {median(job, 'net'):.3f}"
+        )
     assert peak(d, "disk") > 0.05, (seen, groups)  # MiBs per quantum against 100 MB/s
     assert peak(n, "net") > 0.05, seen  # MB messages both ways against 125 MB/s
-    assert peak(c, "disk") < 0.01 and peak(c, "net") < 0.01, seen  # it only spins
-    assert peak(d, "net") < 0.01 and peak(n, "disk") < 0.01, seen
+    # The other shares stay at zero once a job runs; medians, because a Python job reads
+    # its modules from disk as it starts (a cold cache gave the network job 0.0025-0.01+
+    # of the disk in one quantum, a v2-only run on 2026-11-27).
+    assert median(c, "disk") < 0.01 and median(c, "net") < 0.01, seen  # it only spins
+    assert median(d, "net") < 0.01 and median(n, "disk") < 0.01, seen
+    assert peak(c, "net") < 0.01 and peak(d, "net") < 0.01, seen  # no sockets at all
     assert target.exists() and target.stat().st_size == 1 << 20  # the job really wrote

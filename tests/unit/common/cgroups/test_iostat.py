@@ -107,3 +107,41 @@ def test_v2_io_refused_below_a_group_with_processes(tmp_path: Path) -> None:
     fs.add_proc("", "cosched/n0", 4242)
     why = cg.io_accounting("cosched/n0")
     assert why is not None and "holds processes" in why
+
+
+@pytest.mark.parametrize("kind", ["v1", "v2"])
+def test_a_job_group_gets_its_block_groups_when_made(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel makes a group's blkg at its first bio only best effort; else that I/O
+    is charged to the parent (iostat.py). A "no limit" rule written at creation makes it."""
+    if kind == "v1":
+        fs = FakeCgroupFS(tmp_path / "fs", kind="v1", v1=(*V1_HIERARCHIES, "blkio")).build()
+        cg = Cgroups(Layout.v1_at(str(fs.root), fs.v1_hierarchies), fs=fs)
+        rule, value = "blkio.throttle.read_bps_device", f"254:0 {2**64 - 1}"
+    else:
+        fs = FakeCgroupFS(tmp_path / "fs", kind="v2", v2_controllers="cpu cpuset io").build()
+        cg = Cgroups(fs.layout("v2"), fs=fs)
+        rule, value = "io.max", "254:0 rbps=max"
+    disks = tmp_path / "sys-block"
+    (disks / "vda").mkdir(parents=True)
+    (disks / "vda" / "dev").write_text("254:0\n")
+    cg._io.sys_block = str(disks)  # type: ignore[union-attr]
+    written: list[tuple[str, str]] = []
+    real_write = fs.write
+
+    def spy(path: Path | str, v: str) -> None:
+        written.append((str(path), v))
+        real_write(path, v)
+
+    monkeypatch.setattr(fs, "write", spy)
+    cg.ensure_parent("cosched/n0")
+    cg.create("cosched/other")  # before accounting, and elsewhere: nothing written
+    assert cg.io_accounting("cosched/n0") is None
+    written.clear()
+    cg.create("cosched/n0-x")  # a sibling whose name only starts like the parent's
+    assert not [p for p, _ in written if p.endswith(rule)]
+    cg.create("cosched/n0/job-1")
+    assert [(p.rpartition("/")[2], v) for p, v in written if p.endswith(rule)] == [(rule, value)]
+    assert any("cosched/n0/job-1/" in p for p, _ in written if p.endswith(rule))
+    assert cg.io_bytes("cosched/n0/job-1") == IoBytes(0, 0)
