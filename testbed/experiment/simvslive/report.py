@@ -407,11 +407,13 @@ def _setup(result: ValidationResult) -> list[str]:
     for e in stream:
         sizes[e.size] = sizes.get(e.size, 0) + 1
     dedicated = [j.dedicated_s for j in result.live[0].jobs] if result.live else []
+    commit = meta.get("commit") or meta.get("host", {}).get("commit")  # older runs: host
     out = [
         f"{spec.get('nodes')} nodes ({spec.get('cpu_mechanism')}, {spec.get('cpus_per_node')} "
         f"CPU each, link {spec.get('link')}), quantum {spec.get('quantum')} s. "
-        f"Run {meta.get('started', '?')} – {meta.get('finished', '?')} at commit "
-        f"{meta.get('host', {}).get('commit', '?')}; simulated {meta.get('simulated', '?')}.",
+        f"Run {meta.get('started', '?')} – {meta.get('finished', '?')} at "
+        + (f"commit {commit[:10]}" if commit else "the commit results.json records")
+        + f"; simulated {meta.get('simulated', '?')}.",
         "",
         f"**Stream**: {len(stream)} Lublin jobs (seed {spec.get('seed')}, generated for "
         f"{spec.get('paper_nodes')} nodes), sizes "

@@ -1249,6 +1249,7 @@ def run_validation(
         "spec": spec.to_dict(),
         "quick": quick,
         "host": results_mod.host_facts(),
+        "commit": results_mod.made_now("").commit,
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     result = ValidationResult(meta=meta, stream=stream)
