@@ -226,4 +226,23 @@ def _last_quantum(s: Scheduler) -> dict[str, Any]:
         "slot": plan.slot if plan else None,
         "partner": plan.partner if plan else None,
         "runnable": sorted({j for cell in plan.node_jobs for j in cell}) if plan else [],
+        # a policy that predicts a demand vector per row (nplus1): what its next matching
+        # reads, per row, with the row's jobs (the live N + 1 study's "why")
+        **_row_demands(s.policy),
+    }
+
+
+def _row_demands(policy: object) -> dict[str, Any]:
+    row_demand = getattr(policy, "row_demand", None)
+    matrix = getattr(policy, "matrix", None)
+    if not callable(row_demand) or matrix is None:
+        return {}
+    return {
+        "row_demand": {
+            str(slot): {
+                "jobs": list(matrix.jobs_in(slot)),
+                "demand": [round(float(v), 4) for v in row_demand(slot)],
+            }
+            for slot in range(matrix.slot_count)
+        }
     }

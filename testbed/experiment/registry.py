@@ -30,6 +30,7 @@ KINDS: dict[str, str] = {
     "cdc-sim": "testbed.experiment.cdcsim",
     "cdc-sim-vs-live": "testbed.experiment.cdcsim.vslive",
     "nplus1-sim": "testbed.experiment.nplus1sim",
+    "nplus1-live": "testbed.experiment.nplus1live",
 }
 
 # TOML files in experiments/ that are inputs of other commands, recognised by their table
