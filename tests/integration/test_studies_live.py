@@ -200,3 +200,32 @@ def test_rajaei_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
         assert r["failed"] == 0 and r["makespan"] > 0 and len(r["waits"]) == data["spec"]["jobs"]
     assert set(data["sim"]) == {"gang-greedy:3", "lookahead"}
     _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_nplus1_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
+    """Strict gang, paired gang and N + 1 gangs on the compute, disk and network job."""
+    out = tmp_path / "out"
+    spec = REPO / "experiments" / "nplus1-live.toml"
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
+    res = pipeline.read(out / "results.json")
+    assert res.kind == "nplus1-live" and res.made.command.endswith("--quick --out " + str(out))
+    data = res.data
+    cal = data["calibration"]
+    # the capacities were measured, not left at the controller's defaults
+    assert cal["bps"]["disk"] > 0 and cal["bps"]["disk"] != cal["default_bps"]["disk"]
+    assert 0 < cal["bps"]["net"] != cal["default_bps"]["net"]
+    assert [r["policy"] for r in data["runs"]] == ["gang", "paired-gang", "nplus1"]
+    for run in data["runs"]:
+        assert [j["state"] for j in run["jobs"]] == ["done"] * 3, run["jobs"]
+        assert all(j["units"] == cal["units"][j["kind"]] for j in run["jobs"])
+        ran = {k for t in run["trace"] for k in t["ran"]}
+        assert ran == {"compute", "disk", "net"}
+    # strict gang never runs two rows at once; the N + 1 trace carries the rows' vectors
+    assert all(len(t["ran"]) <= 1 for t in data["runs"][0]["trace"])
+    assert any("predicted" in t for t in data["runs"][2]["trace"])
+    assert list(Path("/var/tmp").glob("cosched-nplus1live-*")) == []  # the disk files
+    assert (out / "device-use.png").exists()
+    _rebuilt(out)

@@ -236,7 +236,7 @@ def markdown(data: Mapping[str, Any]) -> str:
             f"{_spread(responses(rs, 'compute'))} | {_spread(responses(rs))} | "
             f"{_spread(mk)} |"
         )
-    v = verdicts(data)
+    diffs = verdicts(data)
     lines += [
         "",
         "## N + 1 gangs against the others",
@@ -250,10 +250,10 @@ def markdown(data: Mapping[str, Any]) -> str:
                     ("all", "mean response")):  # fmt: skip
         label = "mean response time" if k == "all" else f"{k} job's {what}"
         lines.append(
-            f"| {label} | {_diff(v[f'{k} {what} vs gang'])} | "
-            f"{_diff(v[f'{k} {what} vs paired-gang'])} |"
+            f"| {label} | {_diff(diffs[f'{k} {what} vs gang'])} | "
+            f"{_diff(diffs[f'{k} {what} vs paired-gang'])} |"
         )
-    lines += ["", *target_lines(v), "", "## Why: what ran together, and each job's demand", ""]
+    lines += ["", *target_lines(diffs), "", "## Why: what ran together, and each job's demand", ""]
     lines += [
         "Share of the quanta in which any job ran (the controller's status, every quantum "
         "seen) by the set of jobs that ran:",
@@ -293,8 +293,8 @@ def markdown(data: Mapping[str, Any]) -> str:
     ]
     for p in policies:
         devs = DEVICES if p == "nplus1" else ("cpu",)
-        cells = [sharp_changes(by[p], k, devs) for k in KINDS]
-        lines.append(f"| {NAMES[p]} | " + " | ".join(f"{n} / {f}" for n, f in cells) + " |")
+        counts = [sharp_changes(by[p], k, devs) for k in KINDS]
+        lines.append(f"| {NAMES[p]} | " + " | ".join(f"{n} / {f}" for n, f in counts) + " |")
     lines += [
         "",
         "Each device's mean use (the shares of the jobs that ran summed per quantum, from "
