@@ -84,6 +84,30 @@ def all_three(run: PolicyRun) -> list[dict[str, Any]]:
     return run.trace[first : last + 1]
 
 
+def settling(run: PolicyRun) -> tuple[int, int, int] | None:
+    """While all three jobs were in: (quanta before the first quantum that ran all three,
+    quanta from it on, of those the ones that ran all three); None if none did."""
+    window = all_three(run)
+    first = next((i for i, t in enumerate(window) if len(t["ran"]) == len(KINDS)), None)
+    if first is None:
+        return None
+    rest = window[first:]
+    return first, len(rest), sum(len(t["ran"]) == len(KINDS) for t in rest)
+
+
+def cpu_by_company(runs: list[PolicyRun]) -> dict[str, float]:
+    """The compute job's median CPU share by what ran beside it (its interference)."""
+    by: dict[str, list[float]] = {}
+    for r in runs:
+        for t in r.trace:
+            share = t["shares"].get("compute")
+            if share is None or "compute" not in t["ran"]:
+                continue
+            others = "+".join(k for k in t["ran"] if k != "compute") or "alone"
+            by.setdefault(others, []).append(float(share.get("cpu", 0.0)))
+    return {k: statistics.median(v) for k, v in sorted(by.items())}
+
+
 def groups(runs: list[PolicyRun], *, full: bool = False) -> tuple[Counter[str], int]:
     """How often each set of kinds ran together, over the quanta in which any job ran
     (``full``: only while all three were in the system)."""
@@ -282,6 +306,31 @@ def markdown(data: Mapping[str, Any]) -> str:
             m = demand(by[p], k)
             cells.append(", ".join(f"{m[d]:.3f}" for d in DEVICES) if m else "-")
         lines.append(f"| {NAMES[p]} | {' | '.join(cells)} |")
+    n1 = by.get("nplus1", [])
+    settled = [x for r in n1 if (x := settling(r)) is not None]
+    if settled:
+        lines += [
+            "",
+            "N + 1 gangs, while all three jobs were in, per repeat: quanta before the first "
+            "that ran all three (each job's first quantum is its start-up: a new job runs "
+            "alone, and its next measurement, the first of its steady work, differs from "
+            "the start-up's by more than 0.2 and makes it run alone again), then quanta that "
+            "ran all three of those from the first on: "
+            + "; ".join(f"{a} before, {c} of {b}" for a, b, c in settled)
+            + ". The rows' predicted vectors the matching read are in results.json (trace, "
+            "`predicted`).",
+        ]
+    lines += [
+        "",
+        "The compute job's median CPU share by what ran beside it (what sharing the node "
+        "costs it; the rest of the core went to the host's other load):",
+        "",
+        "| policy | by company |",
+        "|---|---|",
+    ]
+    for p in policies:
+        comp = cpu_by_company(by[p])
+        lines.append(f"| {NAMES[p]} | " + ", ".join(f"{k} {v:.3f}" for k, v in comp.items()) + " |")
     lines += [
         "",
         "Sharp changes (§4.2.3, per device for N + 1 gangs, the CPU only for paired gang): "
