@@ -182,6 +182,21 @@ def test_paired_gang_pairs_io_with_compute() -> None:
         assert u == pytest.approx(pool.busy[j], abs=0.05)
 
 
+def test_the_last_quantum_shows_each_rows_predicted_vector_under_nplus1() -> None:
+    from controller.api import _last_quantum
+
+    s, pool, clock = make("nplus1")
+    a, b = s.submit(BUSY, "alice"), s.submit(BUSY, "bob")
+    pool.busy[str(a)] = pool.busy[str(b)] = 0.5
+    step(s, clock, 6)
+    rows = _last_quantum(s)["row_demand"]
+    assert sorted(j for r in rows.values() for j in r["jobs"]) == sorted([a, b])
+    for r in rows.values():  # (cpu, disk, net); measured jobs are no longer "new" (1.0)
+        assert len(r["demand"]) == 3 and r["demand"][0] == pytest.approx(0.5, abs=0.05)
+    gang, _pool, _clock = make()
+    assert "row_demand" not in _last_quantum(gang)  # strict gang predicts no vector
+
+
 # ---- operator ------------------------------------------------------------------------
 def test_operator_config_validation() -> None:
     cfg = OperatorConfig()
