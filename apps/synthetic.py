@@ -387,6 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
         "conventional Unix IPC (§3.2), where a waiting process sleeps in the kernel",
     )
     job.add_argument(
+        "--spin-us",
+        type=float,
+        default=None,
+        metavar="US",
+        help="with --wait spinblock: how long a receive spins before it blocks (overrides "
+        "COSCHED_SPIN_US; default 150). On the command line because a job's spec may not "
+        "set COSCHED_* variables and gang policies' agents set none (docs/cdc.md)",
+    )
+    job.add_argument(
         "--connect-timeout",
         type=float,
         default=DEFAULT_CONNECT_TIMEOUT,
@@ -484,6 +493,12 @@ def config_from(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
         wait = WaitMode.from_env(env)
         if args.wait is not None:
             wait = WaitMode(args.wait, wait.send, wait.spin_us)
+        if args.spin_us is not None:
+            if not 0 <= args.spin_us <= 1e7:  # also refuses nan
+                raise ConfigError(
+                    f"--spin-us {args.spin_us:g}: a spin time in 0..10000000 us, please"
+                )
+            wait = WaitMode(wait.recv, wait.send, args.spin_us)
         link = LinkEmu.from_env(env)
     except MPError as exc:
         raise ConfigError(str(exc)) from None

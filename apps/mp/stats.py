@@ -28,6 +28,7 @@ from typing import Any
 from agent import nicproto
 
 MAX_SAMPLES = 100_000  # MD samples kept for the percentiles (uniform reservoir beyond)
+QUANTILE_STEPS = 100  # the report's MD distribution: every percentile
 
 
 @dataclass
@@ -95,6 +96,17 @@ class Stats:
         s = sorted(self.md_samples)
         return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))] / 1e3
 
+    def md_quantiles_us(self, steps: int = QUANTILE_STEPS) -> list[float]:
+        """MD at the percentiles 0, 100/steps, ..., 100 (nearest rank), µs; [] without any.
+
+        The whole distribution in a few hundred bytes: what a spin-block wait of s µs
+        spends spinning, E[min(W, s)], is read off it (testbed/experiment/userlevel/)."""
+        if not self.md_samples:
+            return []
+        s = sorted(self.md_samples)
+        top = len(s) - 1
+        return [round(s[min(top, round(k / steps * top))] / 1e3, 3) for k in range(steps + 1)]
+
     def summary(self) -> dict[str, Any]:
         """The figures ``Comm.report()`` returns."""
         return {
@@ -107,6 +119,7 @@ class Stats:
             "md_p50_us": round(self.md_percentile_us(50), 3),
             "md_p99_us": round(self.md_percentile_us(99), 3),
             "md_max_us": round(self.md_max_ns / 1e3, 3),
+            "md_quantiles_us": self.md_quantiles_us(),
             "md_buckets": list(self.buckets),
             "header_erl_mean_us": round(self.erl_sum_us / self.erl_count, 1)
             if self.erl_count

@@ -146,6 +146,17 @@ def test_comm_flags_are_checked() -> None:
         synthetic_cfg([], {"COSCHED_WAIT": "nap"})
 
 
+def test_spin_us_sets_spin_blocks_spin_time_over_the_environment() -> None:
+    # gang policies' agents set no COSCHED_WAIT/COSCHED_SPIN_US and a job's spec may not:
+    # the flags are how a job under paired gang chooses spin-block (issue 31 item 2)
+    cfg = synthetic_cfg(["--wait", "spinblock", "--spin-us", "2000"], {"COSCHED_SPIN_US": "7"})
+    assert (cfg.wait.recv, cfg.wait.spin_us) == ("spinblock", 2000.0)
+    assert synthetic_cfg([], {"COSCHED_SPIN_US": "7"}).wait.spin_us == 7.0
+    for bad in ("-1", "nan", "2e7"):
+        with pytest.raises(ConfigError, match=r"--spin-us .*: a spin time in 0\.\.10000000 us"):
+            synthetic_cfg(["--wait", "spinblock", "--spin-us", bad], {})
+
+
 def test_negative_device_latency_is_refused() -> None:
     with pytest.raises(ConfigError, match="--device-latency must be >= 0"):
         config_from(build_parser().parse_args(["--device-latency", "-1"]), {})

@@ -65,6 +65,10 @@ def test_report_percentiles_and_the_bounded_sample() -> None:
     rep = s.summary()
     assert rep["md_count"] == 100 and rep["md_p50_us"] in (50.0, 51.0) and rep["md_p99_us"] == 99.0
     assert rep["md_mean_us"] == 50.5 and rep["md_max_us"] == 100.0
+    q = rep["md_quantiles_us"]
+    assert len(q) == 101 and q[0] == 1.0 and q[100] == 100.0 and q == sorted(q)
+    assert q[50] == rep["md_p50_us"] and q[99] == rep["md_p99_us"]
+    assert Stats().summary()["md_quantiles_us"] == []
     s.on_receive(-5)  # clock noise is never a negative delay
     assert s.md_samples[-1] == 0
 
