@@ -31,6 +31,7 @@ KINDS: dict[str, str] = {
     "cdc-sim-vs-live": "testbed.experiment.cdcsim.vslive",
     "nplus1-sim": "testbed.experiment.nplus1sim",
     "nplus1-live": "testbed.experiment.nplus1live",
+    "paired-userlevel": "testbed.experiment.userlevel",
 }
 
 # TOML files in experiments/ that are inputs of other commands, recognised by their table
