@@ -229,3 +229,39 @@ def test_nplus1_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
     assert list(Path("/var/tmp").glob("cosched-nplus1live-*")) == []  # the disk files
     assert (out / "device-use.png").exists()
     _rebuilt(out)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_paired_userlevel_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
+    """The comm job alone and beside the I/O job under block and spin (issue 31 item 2):
+    every job ends, every rank reports its wait distribution, the agents' utilization was
+    traced, and spinning reads more CPU than blocking in the same run."""
+    spec = REPO / "experiments" / "paired-userlevel.toml"  # its runs never wait for quiet
+    out = tmp_path / "out"
+    assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
+    res = pipeline.read(out / "results.json")
+    assert res.kind == "paired-userlevel"
+    runs = res.data["runs"]
+    assert [(r["policy"], r["action"], r["partner"]) for r in runs] == [
+        ("gang", "block", None),
+        ("paired-gang", "block", "io"),
+        ("paired-gang", "spin", "io"),
+        ("gang", "block", "io"),
+    ]
+    for r in runs:
+        assert all(j["state"] == "done" for j in r["jobs"].values()), r
+        ranks = r["jobs"]["comm"]["ranks"]
+        assert len(ranks) == 2 and all(len(k["md_quantiles_us"]) == 101 for k in ranks)
+        assert r["traced_quanta"] > 0 and r["jobs"]["comm"]["quanta_utilization"]
+    by = {(r["policy"], r["action"], r["partner"]): r for r in runs}
+    blocked = by[("paired-gang", "block", "io")]["jobs"]["comm"]["ranks"]
+    spun = by[("paired-gang", "spin", "io")]["jobs"]["comm"]["ranks"]
+    # the waiting action reached the ranks through the job's command line
+    assert {k["wait"]["recv"] for k in blocked} == {"block"}
+    assert {k["wait"]["recv"] for k in spun} == {"spin"}
+    assert all(k["spin_polls"] > 0 for k in spun) and all(k["spin_polls"] == 0 for k in blocked)
+    # CPU time, not wall time: a spinning rank uses more CPU per second than a blocking one
+    assert min(k["cpu_ratio"] for k in spun) > max(k["cpu_ratio"] for k in blocked)
+    _rebuilt(out)

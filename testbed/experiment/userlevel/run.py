@@ -171,6 +171,7 @@ def _rank(r: dict[str, Any]) -> dict[str, Any]:
         "seconds": r.get("seconds"),
         "cpu_ratio": r.get("cpu_ratio"),
         "cpu_ratio_alone": r.get("cpu_ratio_alone"),
+        "runq_seconds": r.get("runq_seconds"),  # waiting for a CPU (a busy host)
         "messages_received": m.get("messages_received"),
         "md_count": m.get("md_count"),
         "md_mean_us": m.get("md_mean_us"),
