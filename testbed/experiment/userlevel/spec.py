@@ -55,6 +55,7 @@ class UserlevelSpec:
     cpu_mechanism: str
     cfs_period_us: int
     cgroup: str
+    cluster_weight: int | None  # the cluster's CPU weight against the host (run.py)
     quantum: float
     matching: str
     margin: float
@@ -98,6 +99,7 @@ class UserlevelSpec:
             "link": self.link,
             "cpus_per_node": self.cpus_per_node,
             "cpu_mechanism": self.cpu_mechanism,
+            "cluster_weight": self.cluster_weight,
             "quantum": self.quantum,
             "matching": self.matching,
             "margin": self.margin,
@@ -136,7 +138,8 @@ def _partners(t: Table, default: Any = None) -> dict[str, tuple[WaitAction, ...]
 
 _EXPERIMENT = {"name", "duration", "repeats", "gang_waits", "alone_waits", "quiet_limit",
                "quiet_timeout", "quiet_retries"}  # fmt: skip
-_CLUSTER = {"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup"}
+_CLUSTER = {"nodes", "link", "cpus_per_node", "cpu_mechanism", "cfs_period_us", "cgroup",
+            "weight"}  # fmt: skip
 
 
 def load(doc: Table) -> UserlevelSpec:
@@ -170,6 +173,7 @@ def load(doc: Table) -> UserlevelSpec:
         cpu_mechanism=cluster.text("cpu_mechanism", "auto"),
         cfs_period_us=cluster.integer("cfs_period_us", 10_000, minimum=1),
         cgroup=cluster.text("cgroup", "auto", choices=("auto", "v1", "v2")),
+        cluster_weight=cluster.integer("weight", None, minimum=1, maximum=10000),
         quantum=ctl.number("quantum", 0.2, minimum=0.01),
         matching=ctl.text("matching", "best-fit", choices=MATCHINGS),
         margin=ctl.number("margin", 0.01, minimum=0, below=1),
