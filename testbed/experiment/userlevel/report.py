@@ -78,6 +78,28 @@ def rank_waits(run: Run) -> list[RankWaits]:
     return out
 
 
+def own_prediction(data: Mapping[str, Any], run: Run) -> float | None:
+    """u(s) from the run's own λ and W (each rank's), C from the repeat's alone, blocking
+    run: the model with the waits the action really met, not block's."""
+    base = alone_block(data, int(run["repeat"]))
+    if base is None:
+        return None
+    cs = [r.cpu_ratio for r in rank_waits(base)]
+    own = rank_waits(run)
+    if not cs or len(own) != len(cs):
+        return None
+    s = parse_action(run["action"]).spin_time_us
+    return statistics.fmean(w.utilization(s, base=c) for w, c in zip(own, cs, strict=True))
+
+
+def runq_share(run: Run) -> float | None:
+    """The comm job's ranks' time waiting for a CPU, as a share of their run (mean)."""
+    vals = [float(r["runq_seconds"]) / float(r["seconds"])
+            for r in (run["jobs"].get("comm") or {}).get("ranks") or []
+            if r.get("runq_seconds") is not None and r.get("seconds")]  # fmt: skip
+    return statistics.fmean(vals) if vals else None
+
+
 def w_percentile(run: Run, p: int) -> float | None:
     """W's p-th percentile (µs), the ranks' mean."""
     vals = [r["md_quantiles_us"][p] for r in (run["jobs"].get("comm") or {}).get("ranks") or []
@@ -259,13 +281,16 @@ def markdown(data: Mapping[str, Any]) -> str:
         "*response* the comm job's time per barrier (ms), what a job of fixed work takes "
         "per iteration; *predicted u* is u(s) = C + λ·E[min(W, s)] from the repeat's alone, "
         "blocking run (C its CPU ratio, λ its receives per second, W its message waits: "
-        "testbed/experiment/userlevel/model.py). Figures are the mean over the repeats, "
-        "each repeat's in brackets.",
+        "testbed/experiment/userlevel/model.py); *predicted u, own W* the same with the "
+        "run's own λ and W (what the action's waits really were). *Waiting for a CPU*: "
+        "the comm job's ranks' run-queue time ÷ their run (`/proc/thread-self/schedstat`). "
+        "Figures are the mean over the repeats, each repeat's in brackets.",
         "",
         "## The comm job alone (strict gang, one job: it runs in every quantum)",
         "",
-        "| action | u | predicted u | barriers/s | messages/s | W p50 / p90 / p99 (µs) |",
-        "|---|---|---|---|---|---|",
+        "| action | u | predicted u | barriers/s | messages/s | W p50 / p90 / p99 (µs) "
+        "| waiting for a CPU |",
+        "|---|---|---|---|---|---|---|",
     ]
     for a in spec["alone_waits"]:
         rs = runs_of(data, "gang", a, None)
@@ -275,7 +300,7 @@ def markdown(data: Mapping[str, Any]) -> str:
             f"{_vals([rate(r, 'comm') for r in rs], '{:.1f}')} | "
             f"{_vals([messages_per_s(r) for r in rs], '{:.0f}')} | "
             + " / ".join(_vals([w_percentile(r, p) for r in rs], "{:.0f}") for p in (50, 90, 99))
-            + " |"
+            + f" | {_vals([runq_share(r) for r in rs], '{:.1%}')} |"
         )
     for partner in spec["partners"]:
         ys = [partner_u(data, partner, k) for k in reps]
@@ -288,9 +313,9 @@ def markdown(data: Mapping[str, Any]) -> str:
             f"x + y + m < 1 pairs the comm job only while its predicted utilization is below "
             f"1 − y − m = {_vals(lims, '{:.3f}')}.",
             "",
-            f"| policy | spin time (µs) | u | predicted u | matched | comm barriers/s | "
-            f"response (ms) | messages/s | {partner} barriers/s |",
-            "|---|---|---|---|---|---|---|---|---|",
+            f"| policy | spin time (µs) | u | predicted u | predicted u, own W | matched | "
+            f"comm barriers/s | response (ms) | messages/s | {partner} barriers/s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         rows = [("paired-gang", a) for a in actions(data, partner)]
         rows += [("gang", a) for a in spec["gang_waits"]]
@@ -304,7 +329,8 @@ def markdown(data: Mapping[str, Any]) -> str:
                 matched_ = _vals([matched(r) for r in rs], "{:.0%}")
             lines.append(
                 f"| {policy} | {_spin_label(a)} | {_vals([mean_u(r, 'comm') for r in rs])} | "
-                f"{_vals([prediction(data, r['repeat'], a) for r in rs])} | {matched_}"
+                f"{_vals([prediction(data, r['repeat'], a) for r in rs])} | "
+                f"{_vals([own_prediction(data, r) for r in rs])} | {matched_}"
                 f" | {_vals([rate(r, 'comm') for r in rs], '{:.1f}')} | "
                 f"{_vals(resp, '{:.2f}')} | {_vals([messages_per_s(r) for r in rs], '{:.0f}')}"
                 f" | {_vals([rate(r, partner) for r in rs])} |"
@@ -339,6 +365,18 @@ def markdown(data: Mapping[str, Any]) -> str:
         lines.append(f"| {what} | {diff.text('{:+.0f}') if diff else '–'} | **{verdict}** | "
                      f"{why} |")  # fmt: skip
     lines += ["", "## The host", ""]
+    weight = (data.get("cluster") or {}).get("weight") or {}
+    if weight.get("set") is not None:
+        lines.append(
+            f"The cluster's CPU weight against the rest of the host was {weight['set']} "
+            f"(cgroup v2 scale; it was {weight['was']}) while the study ran, so the nodes "
+            "kept their cores while they wanted them (docs/userlevel.md)."
+        )
+    else:
+        lines.append(
+            "The cluster ran at the host's default CPU weight: a busy process elsewhere "
+            "competed with the nodes for their cores (docs/userlevel.md)."
+        )
     busy = [r.get("other_cores") for r in data["runs"] if r.get("other_cores") is not None]
     if busy:
         lines.append(
