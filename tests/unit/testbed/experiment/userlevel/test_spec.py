@@ -44,6 +44,7 @@ def test_the_comm_jobs_command_line_carries_its_waiting_action() -> None:
         ('alone_waits = ["block", "spin"]', 'alone_waits = ["spin"]', "needs block"),
         ('matching = "best-fit"', 'matching = "worst"', r"\[controller\]\.matching: one of"),
         ("nodes = 2", "nodes = 1", r"\[cluster\]\.nodes"),
+        ("weight = 10000", "weight = 20000", r"\[cluster\]\.weight"),
         ("[jobs.compute]", "[jobs.disk]", r"\[jobs\]\.disk: unknown key"),
     ],
 )
