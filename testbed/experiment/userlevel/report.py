@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,17 +79,28 @@ def rank_waits(run: Run) -> list[RankWaits]:
     return out
 
 
+def run_share(run: Run) -> float | None:
+    """Share of the traced quanta in which the comm job ran (the agents measure a job only
+    in the quanta it was runnable): 1 alone, 1/2 under strict gang beside a partner."""
+    n = len((run["jobs"].get("comm") or {}).get("quanta_utilization") or [])
+    return min(1.0, n / run["traced_quanta"]) if run.get("traced_quanta") and n else None
+
+
 def own_prediction(data: Mapping[str, Any], run: Run) -> float | None:
-    """u(s) from the run's own λ and W (each rank's), C from the repeat's alone, blocking
-    run: the model with the waits the action really met, not block's."""
+    """u(s) from the run's own W and λ (each rank's receives per second *of its running
+    time*: per wall second over its run share), C from the repeat's alone, blocking run:
+    the model with the waits the action really met, not block's. None for spin, whose u
+    is 1 by construction on a core of its own (every moment computes or spins), and whose
+    E[W] the waits that span a freeze (the job's descheduled quanta) would swell."""
     base = alone_block(data, int(run["repeat"]))
-    if base is None:
+    share = run_share(run)
+    s = parse_action(run["action"]).spin_time_us
+    if base is None or not share or math.isinf(s):
         return None
     cs = [r.cpu_ratio for r in rank_waits(base)]
-    own = rank_waits(run)
+    own = [replace(w, receives_per_s=w.receives_per_s / share) for w in rank_waits(run)]
     if not cs or len(own) != len(cs):
         return None
-    s = parse_action(run["action"]).spin_time_us
     return statistics.fmean(w.utilization(s, base=c) for w, c in zip(own, cs, strict=True))
 
 
@@ -282,7 +294,8 @@ def markdown(data: Mapping[str, Any]) -> str:
         "per iteration; *predicted u* is u(s) = C + λ·E[min(W, s)] from the repeat's alone, "
         "blocking run (C its CPU ratio, λ its receives per second, W its message waits: "
         "testbed/experiment/userlevel/model.py); *predicted u, own W* the same with the "
-        "run's own λ and W (what the action's waits really were). *Waiting for a CPU*: "
+        "run's own W and λ per second the job ran (what the action's waits really were; "
+        "none for spin, 1 by construction). *Waiting for a CPU*: "
         "the comm job's ranks' run-queue time ÷ their run (`/proc/thread-self/schedstat`). "
         "Figures are the mean over the repeats, each repeat's in brackets.",
         "",
