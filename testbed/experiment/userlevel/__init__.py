@@ -26,7 +26,7 @@ class UserlevelStudy(Study):
     spec_tables: ClassVar[tuple[str, ...]] = (
         "experiment", "cluster", "controller", "jobs", "partners", "quick",
     )  # fmt: skip
-    specs = ("experiments/paired-userlevel.toml",)
+    specs = ("experiments/paired-userlevel.toml", "experiments/paired-userlevel-fine.toml")
     has_quick = True
 
     def load(self, doc: Table) -> Any:
