@@ -11,6 +11,9 @@ venv=${1:-.venv}
 shift || true
 mode=${1:-}
 bin="$venv/bin"
+# Every stage prints its slowest tests (setup, call and teardown apiece), so each CI
+# log records where the time went.
+durations="--durations=25 --durations-min=1.0"
 on_ci_root() { [ "${CI:-}" = "true" ] && [ "$(id -u)" = 0 ]; }
 
 clean_host() {
@@ -37,7 +40,7 @@ v2only_stage() {
     "$bin/cosched" host cgroups v2-only
     "$bin/cosched" host cgroups status
     local rc=0
-    COSCHED_TEST_STAGE=v2only "$bin/pytest" -q --timeout=600 -m v2only tests || rc=$?
+    COSCHED_TEST_STAGE=v2only "$bin/pytest" -q --timeout=600 $durations -m v2only tests || rc=$?
     trap - EXIT
     echo "== cosched host cgroups restore"
     "$bin/cosched" clean
@@ -70,10 +73,10 @@ if on_ci_root; then clean_host; fi
 # script fails when any did.
 rc=0
 echo "== pytest: the fast tier, in parallel"
-"$bin/pytest" -q --timeout=600 -m fast -n auto tests || rc=$?
+"$bin/pytest" -q --timeout=600 $durations -m fast -n auto tests || rc=$?
 echo "== pytest: the live tier without root, on two workers"
-"$bin/pytest" -q --timeout=600 -m "not fast and not root" -n 2 tests || rc=$?
+"$bin/pytest" -q --timeout=600 $durations -m "not fast and not root" -n 2 tests || rc=$?
 echo "== pytest: the root tier, one test at a time"
-"$bin/pytest" -q --timeout=600 -m root tests || rc=$?
+"$bin/pytest" -q --timeout=600 $durations -m root tests || rc=$?
 [ "$rc" = 0 ] || exit "$rc"
 if on_ci_root; then v2only_stage; fi
