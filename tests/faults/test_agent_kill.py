@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.faults import BURN, CYCLES, QUANTUM
+from tests.support.faults import CYCLES, QUANTUM, burn_until
 from tests.support.live import Live, running
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the local cluster")
@@ -50,8 +50,10 @@ def test_agent_sigkill_and_restart_reattaches_its_jobs(live: Live) -> None:
 
     rng = random.Random(int(os.environ.get("FAULT_SEED", "31")))
     live.start("gang", quantum=QUANTUM)
+    # jobs that end only after the last cycle: every agent dies with jobs running
+    stop = live.tmp / "stop"
     ids = [
-        live.req("submit", spec={"size": 2, "argv": BURN, "name": f"a{k}"})["job_id"]
+        live.req("submit", spec={"size": 2, "argv": burn_until(stop), "name": f"a{k}"})["job_id"]
         for k in range(max(4, CYCLES))
     ]
     reattached_seen = 0
@@ -76,6 +78,7 @@ def test_agent_sigkill_and_restart_reattaches_its_jobs(live: Live) -> None:
         print(f"cycle {cycle}: killed the agent of {rec.node}; the new one reattached "
               f"{sum(j['reattached'] for j in running)} running job(s)")  # fmt: skip
     assert reattached_seen > 0
+    stop.touch()  # the jobs may end now, each once it has burned its share
     deadline = time.monotonic() + 120
     while True:
         recs = {r["job_id"]: r for r in live.req("jobs", all=True)}
