@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.live import Live, running
+from tests.support.live import Live, own_controller, shared_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = """\
@@ -38,9 +38,16 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One 2-node cluster for the module; each test runs its own controller on it."""
+    with shared_cluster(tmp_path_factory) as lv:
+        yield lv
+
+
 @pytest.fixture
-def live(root_cluster_env: Path, tmp_path: Path) -> Iterator[Live]:
-    with running(root_cluster_env, tmp_path) as lv:
+def live(cluster: Live, tmp_path: Path) -> Iterator[Live]:
+    with own_controller(cluster, tmp_path) as lv:
         yield lv
 
 

@@ -1,5 +1,6 @@
 """A real local cluster with a real controller process (root): bring it up, start the
-controller, talk to it, and sample the freezer states for two jobs THAWED at once."""
+controller, talk to it, and sample the freezer states for two jobs THAWED at once; or
+one cluster a module's tests share, each test with a controller of its own."""
 
 from __future__ import annotations
 
@@ -237,3 +238,56 @@ def running(
         lv.stop()
         with contextlib.suppress(Exception):
             lv.down()
+
+
+@contextlib.contextmanager
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory, **up_kw: Any) -> Iterator[Live]:
+    """A cluster for a module-scoped fixture: up once for the module's tests, each of
+    which runs its own controller on it (:func:`own_controller`), as an operator
+    restarts the controller on long-lived agents. Skips where ``root_cluster_env``
+    would; afterwards ``clean`` finds nothing to do and nothing of cosched is left."""
+    from testbed.cluster import clean as clean_mod
+    from testbed.cluster import cluster as cluster_mod
+    from tests.support.host import EMPTY_FOOTPRINT, cluster_skip_reason, cosched_footprint
+
+    reason = cluster_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if cosched_footprint() != EMPTY_FOOTPRINT:
+        pytest.skip(f"host already has cosched objects: {cosched_footprint()}")
+    tmp = tmp_path_factory.mktemp("cluster")
+    state = tmp / "state"
+    try:
+        with running(state, tmp, **up_kw) as lv:
+            yield lv
+    finally:
+        rep = clean_mod.clean(cluster_mod.Env(state_dir=str(state)))
+        assert not rep.problems, rep.format()
+        assert cosched_footprint() == EMPTY_FOOTPRINT
+
+
+ENDED = ("done", "failed", "killed")
+
+
+@contextlib.contextmanager
+def own_controller(cluster: Live, tmp: Path) -> Iterator[Live]:
+    """One test's :class:`Live` on a :func:`shared_cluster`: its own controller (run
+    directory, log and checkpoint under ``tmp``; job ids from 1). Afterwards its jobs
+    that have not ended are killed and waited for (a failed test leaves the next one
+    no job) and the controller is stopped; the cluster stays up."""
+    lv = Live(cluster.state_dir, tmp)
+    lv.env, lv.st, lv.key = cluster.env, cluster.st, cluster.key
+    try:
+        yield lv
+    finally:
+        if lv.proc is not None and lv.proc.poll() is None:
+            with contextlib.suppress(Exception):
+                left = [j["job_id"] for j in lv.req("jobs", all=True) if j["state"] not in ENDED]
+                for job_id in left:
+                    lv.req("kill", job_id=job_id)
+                deadline = time.monotonic() + 20
+                while left and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    recs = {j["job_id"]: j["state"] for j in lv.req("jobs", all=True)}
+                    left = [j for j in left if recs.get(j) not in ENDED]
+        lv.stop()
