@@ -19,7 +19,7 @@ import pytest
 
 from common.ports import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _launch(rank: int, size: int, port: int, args: list[str], tmp: Path) -> subprocess.Popen[str]:
