@@ -84,7 +84,15 @@ def _disk(args: argparse.Namespace, rank: int) -> dict[str, float]:
     buf = mmap.mmap(-1, args.block)  # page-aligned, as O_DIRECT needs
     buf.write(b"x" * args.block)
     path = Path(args.dir) / f"devicejob-{os.getpid()}-{rank}.dat"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+    # a fresh file, never one planted under the name (shared /var/tmp): O_EXCL, O_NOFOLLOW
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_DIRECT
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as e:
+        raise OSError(
+            f"cannot open {path} for O_DIRECT writes ({e.strerror}): give --dir a "
+            "directory you can write on a disk file system (not tmpfs), e.g. /var/tmp"
+        ) from None
     try:
         res = run_units(lambda: _write_all(fd, buf), args.duty, args.units, args.seconds)
     finally:

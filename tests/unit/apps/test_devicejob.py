@@ -3,6 +3,8 @@ busy ``duty`` of the time alone, the unit loop's counts, the arguments it refuse
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from apps import devicejob
@@ -57,3 +59,12 @@ def test_a_cpu_job_reports_its_units(capsys: pytest.CaptureFixture[str]) -> None
     assert devicejob.main(["--kind", "cpu", "--units", "2", "--loops", "10"]) == 0
     out = capsys.readouterr().out
     assert '"kind": "cpu"' in out and '"units": 2' in out
+
+
+def test_a_disk_dir_it_cannot_use_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-dir"
+    assert devicejob.main(["--kind", "disk", "--units", "1", "--dir", str(missing)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(missing) in err and "--dir" in err
