@@ -16,6 +16,7 @@ a time.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,9 @@ class Study:
     overrides: ClassVar[tuple[str, ...]] = ()
     has_quick: ClassVar[bool] = False
     schema: ClassVar[int] = 1
+    # a module with markdown(data), plots(data, out) and summary(data): the report's
+    # three methods below then need no override (imported when first used)
+    report_module: ClassVar[str] = ""
 
     # ---- the spec ---------------------------------------------------------------------
     def load(self, doc: Table) -> Any:
@@ -83,16 +87,24 @@ class Study:
         """The data's JSON text if the study lays it out itself (None: indented JSON)."""
         return None
 
+    def _report(self) -> Any:
+        return importlib.import_module(self.report_module) if self.report_module else None
+
     def render(self, data: Any) -> dict[str, str]:
         """The report's Markdown files by path relative to the report folder."""
-        raise NotImplementedError
+        report = self._report()
+        if report is None:
+            raise NotImplementedError
+        return {"report.md": report.markdown(data)}
 
     def plots(self, data: Any, out: Path) -> list[Path]:
-        return []
+        report = self._report()
+        return list(report.plots(data, out)) if report is not None else []
 
     def summary(self, data: Any) -> str:
         """What the terminal shows after a run or a report."""
-        return ""
+        report = self._report()
+        return str(report.summary(data)) if report is not None else ""
 
     def claims(self, data: Any) -> list[Claim]:
         """Each result of a paper's evaluation this data measures (docs/reproduction.md)."""

@@ -7,7 +7,6 @@ docs/nplus1.md says what was chosen where §5 is silent.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed.experiment.fields import Table
@@ -21,6 +20,7 @@ class Nplus1LiveStudy(Study):
     spec_tables: ClassVar[tuple[str, ...]] = ("nplus1", "cluster", "controller", "jobs", "quick")
     specs = ("experiments/nplus1-live.toml",)
     has_quick = True
+    report_module = "testbed.experiment.nplus1live.report"
 
     def load(self, doc: Table) -> Any:
         from testbed.experiment.nplus1live.study import load_spec
@@ -43,21 +43,6 @@ class Nplus1LiveStudy(Study):
         from testbed.experiment.nplus1live.study import run_study
 
         return run_study(spec, ctx.out, ctx.say, ctx.save)
-
-    def render(self, data: Any) -> dict[str, str]:
-        from testbed.experiment.nplus1live import report
-
-        return {"report.md": report.markdown(data)}
-
-    def plots(self, data: Any, out: Path) -> list[Path]:
-        from testbed.experiment.nplus1live import report
-
-        return report.plots(data, out)
-
-    def summary(self, data: Any) -> str:
-        from testbed.experiment.nplus1live import report
-
-        return report.summary(data)
 
 
 STUDY = Nplus1LiveStudy()

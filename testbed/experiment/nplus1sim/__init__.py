@@ -7,7 +7,6 @@ docs/nplus1.md says what was chosen where §5 is silent.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed.experiment.fields import Table
@@ -24,6 +23,7 @@ class Nplus1SimStudy(Study):
         "experiments/nplus1-sim-heavy.toml",
     )
     has_quick = True
+    report_module = "testbed.experiment.nplus1sim.report"
 
     def load(self, doc: Table) -> Any:
         from testbed.experiment.nplus1sim.study import load_spec
@@ -46,21 +46,6 @@ class Nplus1SimStudy(Study):
 
     def dump(self, data: Any) -> str:
         return json.dumps(data, indent=None, separators=(",", ":")) + "\n"
-
-    def render(self, data: Any) -> dict[str, str]:
-        from testbed.experiment.nplus1sim import report
-
-        return {"report.md": report.markdown(data)}
-
-    def plots(self, data: Any, out: Path) -> list[Path]:
-        from testbed.experiment.nplus1sim import report
-
-        return report.plots(data, out)
-
-    def summary(self, data: Any) -> str:
-        from testbed.experiment.nplus1sim import report
-
-        return report.summary(data)
 
 
 STUDY = Nplus1SimStudy()

@@ -9,7 +9,6 @@ on the local cluster, report.py writes the report; docs/userlevel.md has the cho
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed.experiment.fields import Table
@@ -28,6 +27,7 @@ class UserlevelStudy(Study):
     )  # fmt: skip
     specs = ("experiments/paired-userlevel.toml", "experiments/paired-userlevel-fine.toml")
     has_quick = True
+    report_module = "testbed.experiment.userlevel.report"
 
     def load(self, doc: Table) -> Any:
         from testbed.experiment.userlevel.spec import load
@@ -52,21 +52,6 @@ class UserlevelStudy(Study):
         from testbed.experiment.userlevel.run import run_study
 
         return run_study(spec, ctx.out, ctx.say, ctx.save, ctx.reuse_cluster)
-
-    def render(self, data: Any) -> dict[str, str]:
-        from testbed.experiment.userlevel import report
-
-        return {"report.md": report.markdown(data)}
-
-    def plots(self, data: Any, out: Path) -> list[Path]:
-        from testbed.experiment.userlevel import report
-
-        return report.plots(data, out)
-
-    def summary(self, data: Any) -> str:
-        from testbed.experiment.userlevel import report
-
-        return report.summary(data)
 
 
 STUDY = UserlevelStudy()
