@@ -48,7 +48,11 @@ have run meanwhile, the counters gain their rates times the jump, and the
 clock of arrivals and job times moves on by the jump. Between changes of the
 running set, rates are what they were in the window (the assumption of
 Feitelson & Rudolph's appendix the gang simulator's fluid mode makes too,
-docs/simulator.md); the tests compare fluid runs with exact ones.
+docs/simulator.md); the tests compare fluid runs with exact ones. A jump
+takes body iterations only, so the prologue and epilogue of every later
+repetition of an NPB job still run in detail at its end; ``whole_reps``
+lets it take those too (cheaper, less accurate per job: docs/simulator.md,
+"Why the cost grows faster than the job count"; off by default).
 """
 
 from __future__ import annotations
@@ -94,6 +98,9 @@ class Fluid:
     measure_s: float = 1.0
     tail_s: float = 1.0
     min_jump_s: float = 2.0
+    # a jump may also take the prologues and epilogues of repetitions no rank has begun
+    # (counted by their compute against one iteration's), not only body iterations
+    whole_reps: bool = False
 
     def __post_init__(self) -> None:
         if min(self.settle_s, self.measure_s, self.tail_s, self.min_jump_s) < 0 or not (
@@ -626,12 +633,16 @@ class CdcSim:
                 return
             rates[j] = max(0.0, r)
             if r > 0:
-                horizon = min(horizon, self._removable(j) / r - f.tail_s)
+                left = self._removable_work(j) if f.whole_reps else self._removable(j)
+                horizon = min(horizon, left / r - f.tail_s)
         if horizon < f.min_jump_s:
             return
         d = horizon
         for j, r in rates.items():
             j.credit += r * d
+            if f.whole_reps:
+                j.credit -= self._remove_work(j, j.credit)
+                continue
             n = int(j.credit)
             if n:
                 n = self._remove(j, n)
@@ -691,6 +702,73 @@ class CdcSim:
                 p.segs[i][1] -= m
             done += m
         return done
+
+    @staticmethod
+    def _seg_weights(j: _Job) -> list[float] | None:
+        """Each segment's compute per repetition in iterations (``_iterations``' unit: one
+        body iteration's compute), mean over the ranks; None if a rank's body computes
+        nothing (then only body iterations can be counted)."""
+        per_rank: list[list[float]] = []
+        for p in j.procs:
+            work = [sum(x[0] for x in st) for st, _n, _b in p.segs]
+            per = next((w for w, seg in zip(work, p.segs, strict=True) if seg[2]), 0.0)
+            if per <= 0:
+                return None
+            per_rank.append([w / per for w in work])
+        return [sum(col) / len(col) for col in zip(*per_rank, strict=True)]
+
+    @classmethod
+    def _removable_work(cls, j: _Job) -> float:
+        """Fluid ``whole_reps``: what a jump may take, in iterations of compute -- the body
+        iterations no rank has begun and every later segment (prologues, epilogues)."""
+        wts = cls._seg_weights(j)
+        if wts is None:
+            return cls._removable(j)
+        first = max(p.seg for p in j.procs)
+        p0 = j.procs[0]
+        left = 0.0
+        for i in range(first, len(p0.segs)):
+            _st, n, body = p0.segs[i]
+            if i == first:
+                if not body:
+                    continue  # begun
+                n -= 1 + max(p.rep for p in j.procs if p.seg == first)
+            left += max(0, n) * wts[i]
+        return left
+
+    @classmethod
+    def _remove_work(cls, j: _Job, budget: float) -> float:
+        """Fluid ``whole_reps``: take up to ``budget`` iterations of compute off the end of
+        every rank's program, whole segments or body iterations, contiguously from the end;
+        how much was taken."""
+        wts = cls._seg_weights(j)
+        if wts is None:
+            return float(cls._remove(j, int(budget)))
+        first = max(p.seg for p in j.procs)
+        started = 1 + max(p.rep for p in j.procs if p.seg == first)
+        left = budget
+        p0 = j.procs[0]
+        for i in range(len(p0.segs) - 1, first - 1, -1):
+            _st, n, body = p0.segs[i]
+            if i == first:
+                if not body:
+                    break  # begun
+                n -= started
+            if n <= 0:
+                continue
+            w = wts[i]
+            m = min(n, int(left / w)) if w > 0 else n
+            if body and m > 0:
+                for p in j.procs:
+                    p.segs[i][1] -= m
+                left -= m * w
+            elif not body and m == n:
+                for p in j.procs:
+                    p.segs[i][1] = 0
+                left -= n * w
+            if m < n:
+                break  # what is left of this segment stays: nothing before it goes
+        return budget - left
 
     def _ev_start(self, t: float, job: _Job, _v: int) -> None:
         for p in job.procs:

@@ -176,6 +176,50 @@ def test_fluid_mode_is_close_to_exact_on_long_jobs() -> None:
     assert fl.events < 0.7 * exact.events
 
 
+def _with_prologue(prog: JobProgram, pro_s: float, epi_s: float, reps: int) -> JobProgram:
+    """``prog`` (one body segment) as an NPB job is built: each repetition a prologue that
+    computes and trades with both ring neighbours, the body, an epilogue; ``reps`` of them."""
+    n = prog.size
+    ranks = []
+    for r, rp in enumerate(prog.ranks):
+        peers = tuple(sorted({(r - 1) % n, (r + 1) % n}))
+        pro: Step = (pro_s, tuple((q, 1024) for q in peers), peers, 1024 * len(peers), 0)
+        epi: Step = (epi_s, (), (), 0, 0)
+        segs = (((pro,), 1), *rp.segments, ((epi,), 1))
+        ranks.append(RankProgram(segs, (False, *rp.body, False)))
+    return JobProgram(prog.app, tuple(ranks), prog.label).repeated(reps)
+
+
+def test_fluid_whole_reps_jumps_prologues_and_stays_close_to_exact() -> None:
+    """Jobs whose repetitions carry a prologue of 40 % of their compute: a jump that may take
+    whole repetitions runs fewer events than one that takes body iterations only (which
+    leaves every later prologue to run in detail) and stays as near the exact run."""
+    speeds = [1.0, 1.0, 0.643, 0.643]
+
+    def jobs() -> list[SimJobSpec]:
+        rng = random.Random(3)
+        out = []
+        for i in range(5):
+            body = synthetic(rng.choice([2, 4]), 0.004, "nn", 8192, 1, 60)
+            out.append(SimJobSpec(i, i * 3.0, _with_prologue(body, 0.16, 0.02, 12), f"j{i}"))
+        return out
+
+    exact = CdcSim("cc-b", 3, speeds, PAPER).run(jobs())
+    body = CdcSim("cc-b", 3, speeds, PAPER, fluid=Fluid(0.3, 0.6, 0.5, 1.0)).run(jobs())
+    whole = CdcSim("cc-b", 3, speeds, PAPER, fluid=Fluid(0.3, 0.6, 0.5, 1.0, whole_reps=True)).run(
+        jobs()
+    )
+    resp = lambda r: sum(j.response for j in r.jobs) / len(r.jobs)  # noqa: E731
+    assert resp(whole) == pytest.approx(resp(exact), rel=0.10)
+    assert whole.bcr is not None and exact.bcr is not None
+    assert abs(whole.bcr - exact.bcr) < 0.05
+    assert whole.md_mean_s == pytest.approx(exact.md_mean_s, rel=0.30)
+    assert sum(j.cpu_s for j in whole.jobs) == pytest.approx(
+        sum(j.cpu_s for j in exact.jobs), rel=0.10
+    )
+    assert whole.events < 0.9 * body.events < 0.9 * exact.events
+
+
 def test_every_job_ends_and_times_add_up() -> None:
     res = CdcSim("cc-b", 5, [1.0] * 4, PAPER).run(_stream())
     for j in res.jobs:
