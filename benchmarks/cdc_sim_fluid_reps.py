@@ -23,22 +23,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testbed.sim.cdc.run import build
+from cdc_sim_scaling import FLUID, paper_params  # benchmarks/, beside this script
 
-FLUID = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
+from testbed.sim.cdc.run import build
 
 
 def run(scheme: str, jobs: int, seed: int, fluid: dict[str, Any] | None) -> tuple[float, Any]:
-    params = {
-        "scheme": scheme,
-        "mpl": 5,
-        "workload": f"WL6:jobs={jobs},load=heavy",
-        "nodes": 16,
-        "speeds": "paper",
-        "platform": "paper",
-        "fluid": fluid,
-    }
-    sim, specs = build(params, seed)
+    sim, specs = build(paper_params(scheme, jobs, fluid), seed)
     c0 = time.process_time()
     res = sim.run(specs)
     return time.process_time() - c0, res

@@ -108,16 +108,22 @@ class Counted(E.CdcSim):
         super()._ev_wait(t, p, ver)
 
 
-def one(scheme: str, jobs: int, seed: int, whole_reps: bool = False) -> str:
-    params = {
+def paper_params(scheme: str, jobs: int, fluid: dict[str, Any] | None) -> dict[str, Any]:
+    """A WL6-heavy stream of ``jobs`` on the paper's 16 nodes at MPL 5 (run.build's
+    parameters; ``fluid`` None: exact)."""
+    return {
         "scheme": scheme,
         "mpl": 5,
         "workload": f"WL6:jobs={jobs},load=heavy",
         "nodes": 16,
         "speeds": "paper",
         "platform": "paper",
-        "fluid": {**FLUID, "whole_reps": whole_reps},
+        "fluid": fluid,
     }
+
+
+def one(scheme: str, jobs: int, seed: int, whole_reps: bool = False) -> str:
+    params = paper_params(scheme, jobs, {**FLUID, "whole_reps": whole_reps})
     _plain, specs = build(params, seed)  # the stream (and the engine it would run)
     sim = Counted(
         scheme, 5, parse_speeds("paper", 16), parse_platform("paper"), seed=seed,
