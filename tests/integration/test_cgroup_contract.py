@@ -540,10 +540,12 @@ def block_io(b: Backend) -> dict[str, Any]:
     got = b.cg.io_bytes(job)
     # where the bytes went, should they miss the group (charged to an ancestor?)
     print(f"{b.name} {b.version}: job {got}, its parent {b.cg.io_bytes(b.base)}")
-    # the kernel may add a few metadata reads of its own; never less than the data moved
+    # Never less than the data moved. More is allowed: the process's own page faults on
+    # interpreter pages not yet in the page cache are charged to its group too, with
+    # readahead (a fresh CI machine read 1 MiB + 140 KiB here), so the bound is loose.
     seen["O_DIRECT write then read of 1 MiB"] = (
-        n <= got.read < n + (64 << 10),
-        n <= got.write < n + (64 << 10),
+        n <= got.read < 2 * n,
+        n <= got.write < 2 * n,
     )
     seen["a missing group"] = b.errno_of(lambda: b.cg.io_bytes(f"{b.base}/missing"))
     return seen
