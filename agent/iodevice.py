@@ -37,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.serverstop import stop_server
+
 log = logging.getLogger(__name__)
 
 ENV = "COSCHED_IODEV"
@@ -131,8 +133,7 @@ class IoDevice:
 
     def close(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop_server(self._server)
             self._server = None
             with contextlib.suppress(OSError):
                 os.unlink(self.path)

@@ -23,6 +23,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from common.serverstop import stop_server
+
 # 50 us .. 100 ms: v1 freezes measure 0.1-0.8 ms at SCHED_FIFO, tens of ms without.
 LATENCY_BUCKETS = (
     50e-6,
@@ -264,6 +266,5 @@ class AgentMetrics:
     def shutdown(self) -> None:
         server = self._server
         if isinstance(server, tuple) and server:
-            server[0].shutdown()
-            server[0].server_close()
+            stop_server(server[0])
         self._server = None

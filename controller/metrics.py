@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from common.serverstop import stop_server
 from controller.jobs import CLASSES, STATES
 from controller.jobtable import JobTable
 from controller.telemetry import Telemetry
@@ -105,8 +106,7 @@ class ControllerMetrics:
 
     def shutdown(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop_server(self._server)
             self._server = None
 
     def update(self, s: Source) -> None:

@@ -31,6 +31,7 @@ from .netns import NetnsEnterer
 from .state import AgentRecord
 
 START_GRACE_S = 0.5
+STOP_POLL_S = 0.02
 
 
 def agent_command(
@@ -82,15 +83,11 @@ def agent_available() -> bool:
         return False
 
 
-def start_agent(
-    node: str,
-    netns: str,
-    cmd: list[str],
-    cgroup_procs: list[str],
-    log_path: str,
-    grace_s: float = START_GRACE_S,
+def spawn_agent(
+    node: str, netns: str, cmd: list[str], cgroup_procs: list[str], log_path: str
 ) -> AgentRecord:
-    """Start ``cmd`` in ``netns`` and the given cgroups; fail if it dies at once."""
+    """Start ``cmd`` in ``netns`` and the given cgroups; :func:`await_agents` checks it
+    is still there after its first moments."""
     enter = NetnsEnterer(netns, [(p, "") for p in cgroup_procs])
     try:
         with append_private(log_path) as log:
@@ -108,13 +105,37 @@ def start_agent(
     finally:
         enter.close()
     start = psutil.Process(proc.pid).create_time()
-    rec = AgentRecord(node=node, pid=proc.pid, start_time=start, cmd=cmd, log=log_path)
+    return AgentRecord(node=node, pid=proc.pid, start_time=start, cmd=cmd, log=log_path)
+
+
+def await_agents(recs: list[AgentRecord], grace_s: float = START_GRACE_S) -> None:
+    """Fail if any agent died in its first ``grace_s`` (a bad key, a port in use).
+
+    One grace for all of them: the agents start side by side, so a cluster of N nodes
+    waits one grace rather than N (2 nodes came up 0.5 s sooner).
+    """
     time.sleep(grace_s)
-    if proc.poll() is not None:
-        raise RuntimeError(
-            f"agent for {node} exited with status {proc.returncode}; see {log_path}:\n"
-            + log_tail(log_path)
-        )
+    for rec in recs:
+        if not same_process(rec.pid, rec.start_time):
+            how = "exited"
+            with contextlib.suppress(ChildProcessError, OSError):
+                pid, status = os.waitpid(rec.pid, os.WNOHANG)  # our child: reap it
+                if pid:
+                    how = f"exited with status {os.waitstatus_to_exitcode(status)}"
+            raise RuntimeError(f"agent for {rec.node} {how}; see {rec.log}:\n" + log_tail(rec.log))
+
+
+def start_agent(
+    node: str,
+    netns: str,
+    cmd: list[str],
+    cgroup_procs: list[str],
+    log_path: str,
+    grace_s: float = START_GRACE_S,
+) -> AgentRecord:
+    """One agent: :func:`spawn_agent`, then :func:`await_agents` on it."""
+    rec = spawn_agent(node, netns, cmd, cgroup_procs, log_path)
+    await_agents([rec], grace_s)
     return rec
 
 
@@ -140,22 +161,33 @@ def same_process(pid: int, start_time: float) -> bool:
 
 def stop_agent(rec: AgentRecord, timeout_s: float = 3.0) -> bool:
     """SIGTERM, then SIGKILL after ``timeout_s``. Returns True if it was running."""
-    if not same_process(rec.pid, rec.start_time):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(rec.pid, signal.SIGTERM)
+    return bool(stop_agents([rec], timeout_s))
+
+
+def stop_agents(recs: list[AgentRecord], timeout_s: float = 3.0) -> list[AgentRecord]:
+    """SIGTERM every agent still running, wait for all of them together, SIGKILL those
+    left after ``timeout_s``. Returns the ones that were running.
+
+    Side by side, not one after another: each agent's exit (thaw its jobs, stop its
+    servers) overlaps the others'.
+    """
+    running = [r for r in recs if same_process(r.pid, r.start_time)]
+    for rec in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(rec.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not same_process(rec.pid, rec.start_time):
-            return True
-        time.sleep(0.05)
-    if same_process(rec.pid, rec.start_time):
+    left = list(running)
+    while left and time.monotonic() < deadline:
+        time.sleep(STOP_POLL_S)
+        left = [r for r in left if same_process(r.pid, r.start_time)]
+    for rec in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(rec.pid, signal.SIGKILL)
-    # Reap if it is our own child (``up`` rolling back); otherwise init reaps it.
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(rec.pid, os.WNOHANG)
-    return True
+    # Reap our own children (``up`` rolling back); otherwise init reaps them.
+    for rec in running:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(rec.pid, os.WNOHANG)
+    return running
 
 
 def probe_metrics(ip: str, port: int = METRICS_PORT, timeout_s: float = 1.0) -> str:

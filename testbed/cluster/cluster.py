@@ -227,6 +227,10 @@ class Env:
     agent_command: Callable[..., list[str]] = agent_mod.agent_command
     start_agent: Callable[..., AgentRecord] = agent_mod.start_agent
     stop_agent: Callable[[AgentRecord], bool] = agent_mod.stop_agent
+    # a cluster's agents start side by side (one grace for all) and stop side by side
+    spawn_agent: Callable[..., AgentRecord] = agent_mod.spawn_agent
+    await_agents: Callable[[list[AgentRecord]], None] = agent_mod.await_agents
+    stop_agents: Callable[[list[AgentRecord]], list[AgentRecord]] = agent_mod.stop_agents
     # Used only on PIDs found inside our own cgroups (see cgroups.remove_tree).
     kill: Callable[[int, int], None] = os.kill
     sshd_available: Callable[[], str | None] = sshd_mod.sshd_available
@@ -548,9 +552,10 @@ def _create(
             )
             procs = cg.procs_files(n.agent_cgroup)
             log = os.path.join(sdir, f"agent-{n.name}.log")
-            rec = env.start_agent(n.name, n.netns, cmd, procs, log)
+            rec = env.spawn_agent(n.name, n.netns, cmd, procs, log)
             st.agents.append(rec)
-            state_mod.save(st, sdir)
+            state_mod.save(st, sdir)  # recorded before the next one: a rollback stops it
+        env.await_agents(st.agents)
 
     if config.ssh:
         paths = sshd_mod.SshPaths(sdir)
@@ -648,8 +653,9 @@ def teardown(st: ClusterState, env: Env) -> list[str]:
         except Exception as err:
             problems.append(f"sshd: {err}")
 
-    for rec in reversed(st.agents):
-        attempt(f"stop agent {rec.node} pid {rec.pid}", env.stop_agent, rec)
+    if st.agents:
+        pids = ", ".join(f"{r.node} pid {r.pid}" for r in st.agents)
+        attempt(f"stop agents ({pids})", env.stop_agents, list(reversed(st.agents)))
 
     # Deepest cgroups first; remove_tree also takes anything the agent made below
     # a node. The shared ``cosched`` root goes only if nothing else lives in it.

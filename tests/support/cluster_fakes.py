@@ -173,6 +173,7 @@ class FakeAgents:
         self.running: dict[int, AgentRecord] = {}
         self.fail_on = fail_on
         self.next_pid = 1000
+        self.awaited: list[list[str]] = []  # the nodes of each await_agents call
 
     def start(
         self, node: str, netns: str, cmd: list[str], procs: list[str], log: str
@@ -186,6 +187,12 @@ class FakeAgents:
 
     def stop(self, rec: AgentRecord) -> bool:
         return self.running.pop(rec.pid, None) is not None
+
+    def await_all(self, recs: list[AgentRecord]) -> None:
+        self.awaited.append([r.node for r in recs])
+
+    def stop_all(self, recs: list[AgentRecord]) -> list[AgentRecord]:
+        return [r for r in recs if self.stop(r)]
 
 
 def make_env(
@@ -209,6 +216,9 @@ def make_env(
         agent_available=lambda: agent_ok,
         start_agent=agents.start,
         stop_agent=agents.stop,
+        spawn_agent=agents.start,
+        await_agents=agents.await_all,
+        stop_agents=agents.stop_all,
         kill=fs.kill,
         state_dir=str(tmp_path / "state"),
         scan_layout=lambda prefer, _fs: fake.layout(prefer),

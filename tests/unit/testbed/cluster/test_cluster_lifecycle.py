@@ -200,6 +200,29 @@ def test_rollback_when_an_agent_fails(tmp_path: Path) -> None:
     assert_pristine(env)
 
 
+def test_agents_start_and_stop_side_by_side(tmp_path: Path) -> None:
+    agents = FakeAgents()
+    env = make_env(tmp_path, agents=agents)
+    cl.up(config(3), env)
+    assert agents.awaited == [["n0", "n1", "n2"]]  # one grace for the three, after all started
+    assert len(agents.running) == 3
+    cl.down(env)
+    assert agents.running == {}
+
+
+def test_rollback_when_an_agent_dies_in_its_grace(tmp_path: Path) -> None:
+    class DiesAtStart(FakeAgents):
+        def await_all(self, recs: list[Any]) -> None:
+            raise RuntimeError("agent for n1 exited with status 2; see agent-n1.log")
+
+    agents = DiesAtStart()
+    env = make_env(tmp_path, agents=agents)
+    with pytest.raises(ClusterError, match="agent for n1 exited with status 2"):
+        cl.up(config(2), env)
+    assert agents.running == {}  # both recorded before the wait, both stopped again
+    assert_pristine(env)
+
+
 def test_rollback_when_cgroup_write_fails(tmp_path: Path) -> None:
     class BadFS(FakeCgroupFS):
         def write(self, path: Path | str, value: str) -> None:
