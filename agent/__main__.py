@@ -16,6 +16,7 @@ from types import FrameType
 
 from agent.daemon import Agent, AgentConfig, Stop
 from agent.plan import WAIT_MODES
+from agent.realtime import DEFAULT_SLICE_US
 from agent.uts import own_hostname
 from common.addr import addr_arg
 from common.addr import parse_addr as _parse_addr
@@ -67,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["auto", "v1", "v2"], default="auto")
     p.add_argument("--cgroup-root", default=None, help="override the cgroup mount root")
     p.add_argument("--fifo-priority", type=int, default=10, help="SCHED_FIFO priority, 0 = off")
+    p.add_argument(
+        "--slice-us",
+        type=int,
+        default=DEFAULT_SLICE_US,
+        help="if SCHED_FIFO is refused: SCHED_OTHER with this slice (100..100000 us), 0 = off",
+    )
     p.add_argument("--freeze-timeout", type=float, default=1.0, help="seconds to confirm")
     p.add_argument(
         "--tt-wait",
@@ -117,6 +124,12 @@ def run(args: argparse.Namespace) -> int:
             f"{MIN_TICK_MS:g}..1000 ms",
             fix="give the local schemes' tick in ms, e.g. 1, 2, 5 or 10",
         )
+    if args.slice_us and not 100 <= args.slice_us <= 100_000:
+        # the kernel would clamp it silently to its 0.1..100 ms range
+        raise UsageError(
+            f"--slice-us {args.slice_us} is outside 100..100000 us",
+            fix="give the fallback slice in us, e.g. 100 (the shortest), or 0 for none",
+        )
     if args.hostname:
         own_hostname(args.hostname)  # before any thread or job: they inherit it
     cfg = AgentConfig(
@@ -131,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         backend=None if args.backend == "auto" else args.backend,
         cgroup_root=args.cgroup_root,
         fifo_priority=args.fifo_priority,
+        slice_us=args.slice_us,
         freeze_timeout=args.freeze_timeout,
         tt_wait=args.tt_wait,
         switch=args.switch,

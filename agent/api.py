@@ -81,6 +81,9 @@ class Node(Protocol):
     def realtime(self) -> bool: ...  # SCHED_FIFO granted: orders a time-triggered switch
 
     @property
+    def wakeup(self) -> str: ...  # the loop's wake-up mechanism (agent/realtime.py)
+
+    @property
     def failsafe(self) -> FailSafe: ...  # read only
 
     @property
@@ -263,6 +266,7 @@ class AgentAPI:
             "max_ahead_s": slot.max_ahead,
             "wait": self.agent.tt_wait,
             "realtime": self.agent.realtime,
+            "wakeup": self.agent.wakeup,
         }
 
     def _on_quantum(self, conn: AgentConn, msg: wire.Message) -> tuple[str, dict[str, Any]] | None:

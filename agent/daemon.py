@@ -38,7 +38,7 @@ from agent.metrics import AgentMetrics, Snapshot
 from agent.netuse import NetMeter
 from agent.nicguard import mesh_of
 from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
-from agent.realtime import set_realtime
+from agent.realtime import DEFAULT_SLICE_US, FIFO, NONE, choose_wakeup
 from agent.runas import RunAsError, ensure_root, job_env, output_dir, resolve
 from agent.server import AgentConn, AgentServer
 from common.cgroups import (
@@ -69,6 +69,12 @@ AGENT_LEAF = "agent"
 
 _WAKEUP = object()  # selector tag of the signal wake-up pipe
 
+# Wake-ups (agent/realtime.py) under which a time-triggered switch writes its thaws
+# before its freezes: nothing preempts a SCHED_FIFO agent between the two writes. A
+# fair agent, even with a short slice, can be preempted there once its slice is used;
+# it asks for the freezes first (apply_at, docs/cluster.md "The order of the writes").
+THAW_FIRST = frozenset({FIFO})
+
 
 class Stop(BaseException):
     """Raised from the SIGTERM handler to leave the loop through ``finally``."""
@@ -86,6 +92,7 @@ class AgentConfig:
     backend: str | None = None  # None/"auto" = detect
     cgroup_root: str | None = None
     fifo_priority: int = 10  # 0 = stay SCHED_OTHER
+    slice_us: int = DEFAULT_SLICE_US  # short-slice fallback if SCHED_FIFO is refused; 0 = none
     freeze_timeout: float = 1.0
     tt_wait: str = (
         "sleep"  # last stretch before a plan's instant: "sleep" or "spin" (agent/plan.py)
@@ -156,7 +163,9 @@ class Agent:
         # why the jobs' block I/O bytes cannot be read here (None: they are, issue 31)
         self.io_unavailable: str | None = "not set up yet"
         self.netmeter: NetMeter | None = NetMeter() if config.net_meter else None
-        self.realtime = False  # SCHED_FIFO granted (start()); orders a time-triggered switch
+        # how the loop is woken promptly (agent/realtime.py), set by start(); with
+        # SCHED_FIFO a time-triggered switch writes its thaws first (apply_at)
+        self.wakeup = NONE
 
     # ---- lifecycle --------------------------------------------------------
     def start(self) -> None:
@@ -199,11 +208,17 @@ class Agent:
         self._go_realtime()
 
     def _go_realtime(self) -> None:
-        self.realtime = set_realtime(
+        self.wakeup = choose_wakeup(
             self.cfg.fifo_priority,
+            self.cfg.slice_us,
             "thaws may complete late under load, and a time-triggered switch writes its"
             " freezes before its thaws",
         )
+
+    @property
+    def realtime(self) -> bool:
+        """SCHED_FIFO granted: orders a time-triggered switch (apply_at)."""
+        return self.wakeup == FIFO
 
     def run(self) -> None:
         """start + loop + shutdown, with SIGCHLD waking the loop (main thread only)."""
@@ -609,7 +624,7 @@ class Agent:
                     thaw_lat.update(self._thaw(to_thaw, errors))
                 thawed.append((time.time_ns(), time.perf_counter()))
 
-            if self.realtime:
+            if self.wakeup in THAW_FIRST:
                 write_thaws()
                 # One host, fewer cores than agents: the other agents woken for this
                 # instant on this core (same FIFO priority) thaw before we go on.

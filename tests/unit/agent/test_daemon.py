@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.agent_fakes import PARENT, Clock, add_fake_job, make_agent, shares, state
+from agent import realtime
+from agent.plan import Plan
+from tests.support.agent_fakes import (
+    PARENT,
+    Clock,
+    add_fake_job,
+    make_agent,
+    shares,
+    state,
+    two_jobs,
+)
 
 
 def test_apply_quantum(tmp_path: Path) -> None:
@@ -111,3 +122,33 @@ def test_ended_jobs_are_forgotten_after_a_while(
     agent._end(add_fake_job(agent, "e5"), 0, "exited")
     assert sorted(agent.jobs) == ["live"]
     assert not live.ended and "live" in agent.jobs  # a running job is never pruned
+
+
+@pytest.mark.parametrize(
+    ("wakeup", "order"),
+    [
+        (realtime.FIFO, ["a THAWED", "b FROZEN"]),
+        # a fair agent (short slice or none) can be preempted between the two writes
+        (realtime.SHORT_SLICE, ["b FROZEN", "a THAWED"]),
+        (realtime.NONE, ["b FROZEN", "a THAWED"]),
+    ],
+)
+def test_time_triggered_write_order_follows_the_wakeup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wakeup: str, order: list[str]
+) -> None:
+    agent, fs = make_agent(tmp_path)
+    two_jobs(agent)
+    agent.wakeup = wakeup
+    writes: list[str] = []
+    real_write = fs.write
+
+    def write(path: Path | str, value: str) -> None:
+        if Path(path).name == "freezer.state":
+            writes.append(f"{Path(path).parent.name[4:]} {value.strip()}")
+        real_write(path, value)
+
+    monkeypatch.setattr(fs, "write", write)
+    ack = agent.apply_at(Plan(q=1, at=time.time() - 1, runnable={"a": 100}, late=True))
+    assert writes == order and not ack["errors"]
+    assert agent.realtime == (wakeup == realtime.FIFO)
+    assert state(tmp_path, "a") == "THAWED" and state(tmp_path, "b") == "FROZEN"
