@@ -71,8 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--slice-us",
         type=int,
-        default=DEFAULT_SLICE_US,
-        help="if SCHED_FIFO is refused: SCHED_OTHER with this slice (100..100000 us), 0 = off",
+        default=0,
+        help="if SCHED_FIFO is refused: SCHED_OTHER with this slice (100..100000 us;"
+        f" {DEFAULT_SLICE_US} is the shortest), 0 = off (default: measured no better)",
+    )
+    p.add_argument(
+        "--leaf-weight",
+        type=int,
+        default=10000,
+        help="if SCHED_FIFO (and --slice-us) is refused: the cpu weight of the agent's own"
+        " cgroup leaf against the jobs' (1..10000), 0 = off",
     )
     p.add_argument("--freeze-timeout", type=float, default=1.0, help="seconds to confirm")
     p.add_argument(
@@ -130,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
             f"--slice-us {args.slice_us} is outside 100..100000 us",
             fix="give the fallback slice in us, e.g. 100 (the shortest), or 0 for none",
         )
+    if not 0 <= args.leaf_weight <= 10000:
+        raise UsageError(
+            f"--leaf-weight {args.leaf_weight} is outside 0..10000",
+            fix="give a cgroup cpu weight (10000 is the highest), or 0 for none",
+        )
     if args.hostname:
         own_hostname(args.hostname)  # before any thread or job: they inherit it
     cfg = AgentConfig(
@@ -145,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         cgroup_root=args.cgroup_root,
         fifo_priority=args.fifo_priority,
         slice_us=args.slice_us,
+        leaf_weight=args.leaf_weight,
         freeze_timeout=args.freeze_timeout,
         tt_wait=args.tt_wait,
         switch=args.switch,

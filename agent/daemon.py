@@ -38,7 +38,7 @@ from agent.metrics import AgentMetrics, Snapshot
 from agent.netuse import NetMeter
 from agent.nicguard import mesh_of
 from agent.plan import Offer, Plan, PlanSlot, TooFar, wait_until
-from agent.realtime import DEFAULT_SLICE_US, FIFO, NONE, choose_wakeup
+from agent.realtime import FIFO, NONE, choose_wakeup
 from agent.runas import RunAsError, ensure_root, job_env, output_dir, resolve
 from agent.server import AgentConn, AgentServer
 from common.cgroups import (
@@ -92,7 +92,11 @@ class AgentConfig:
     backend: str | None = None  # None/"auto" = detect
     cgroup_root: str | None = None
     fifo_priority: int = 10  # 0 = stay SCHED_OTHER
-    slice_us: int = DEFAULT_SLICE_US  # short-slice fallback if SCHED_FIFO is refused; 0 = none
+    # If SCHED_FIFO is refused (agent/realtime.py, docs/cluster.md): SCHED_OTHER with this
+    # slice (0 = not tried: measured no better than plain), else the agent's own leaf at
+    # this cpu weight against the jobs' (0 = not tried)
+    slice_us: int = 0
+    leaf_weight: int = 10000
     freeze_timeout: float = 1.0
     tt_wait: str = (
         "sleep"  # last stretch before a plan's instant: "sleep" or "spin" (agent/plan.py)
@@ -213,7 +217,24 @@ class Agent:
             self.cfg.slice_us,
             "thaws may complete late under load, and a time-triggered switch writes its"
             " freezes before its thaws",
+            leaf_weight=self._weigh_own_leaf if self.cfg.leaf_weight > 0 else None,
         )
+
+    def _weigh_own_leaf(self) -> None:
+        """The agent's leaf (``<parent>/agent``) at ``leaf_weight``; OSError if not had.
+
+        Only where the agent runs in that leaf, as ``cluster up`` and :meth:`start`
+        place it; a leaf elsewhere (a systemd unit's supervisor) is left alone.
+        """
+        leaf = base_join(self.parent, AGENT_LEAF)
+        if not self.driver.capabilities.weights_enforced:
+            raise OSError("no cpu weights on this host")
+        if os.getpid() not in self.driver.pids(leaf):
+            raise OSError(f"the agent is not in its leaf {leaf}")
+        try:
+            self.driver.set_weight(leaf, self.cfg.leaf_weight)
+        except (CgroupError, ValueError) as e:
+            raise OSError(f"{leaf}: {e}") from None
 
     @property
     def realtime(self) -> bool:

@@ -178,7 +178,7 @@ class EmulatedHost:
                 cgroup_parent=f"cosched/n{i}",
                 run_dir=root / "run" / f"n{i}",
                 fifo_priority=0,
-                slice_us=0,  # one process for all: no scheduling change
+                leaf_weight=0,  # one process for all: no scheduling change
                 failsafe_timeout=failsafe_timeout,
                 io_device=False,  # no processes to do I/O (and two threads per node)
                 net_meter=False,  # its jobs' pids are made up

@@ -7,18 +7,21 @@ takes the first the kernel grants:
 
 * ``fifo``: SCHED_FIFO (refused below the root group on cgroup2 when the
   kernel has RT group scheduling: no group but the root has an RT budget);
-* ``short-slice``: SCHED_OTHER with a short custom slice (``sched_attr``'s
-  ``sched_runtime``, honoured for fair tasks since Linux 6.12): under EEVDF a
-  short slice gives the woken loop an earlier virtual deadline, so it preempts
-  the job running on its core at once instead of at the job's next tick, and
-  the slice is carried up the cgroup tree to the agent's leaf's entity;
+* ``short-slice`` (only if asked for: measured no better than plain):
+  SCHED_OTHER with a short custom slice (``sched_attr``'s ``sched_runtime``,
+  honoured for fair tasks since Linux 6.12): under EEVDF it gives the woken
+  loop an earlier virtual deadline and wake-up preemption, but the loop's own
+  burst then outlasts its slice and the job takes the core back mid-switch;
+* ``leaf-weight``: SCHED_OTHER, the agent's own cgroup leaf weighted far above
+  its node's job groups (the caller's function: it needs the cgroup driver), so
+  the loop stays ahead of the jobs in virtual time and wins the core at once;
 * ``none``: plain SCHED_OTHER.
 
 SCHED_DEADLINE and nice -20 are not in the chain (docs/cluster.md, measured in
 docs/results/v2-wakeup/): the kernel refuses SCHED_DEADLINE to a task whose
 CPUs do not cover its root domain (an agent in a one-CPU node), and a nice
 value ranks a task only inside its own group, the agent's leaf, not against
-the jobs' groups. Every mechanism sets reset-on-fork, so jobs start plain.
+the jobs' groups. The scheduling classes set reset-on-fork, so jobs start plain.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ DEFAULT_SLICE_US = 100
 
 FIFO = "fifo"
 SHORT_SLICE = "short-slice"
+LEAF_WEIGHT = "leaf-weight"
 NONE = "none"
 
 
@@ -124,11 +128,13 @@ def choose_wakeup(
     consequence: str,
     fifo: Callable[[int], None] = set_fifo,
     short_slice: Callable[[int], None] = set_short_slice,
+    leaf_weight: Callable[[], None] | None = None,
 ) -> str:
-    """The first of SCHED_FIFO, a short slice, nothing that the kernel grants the caller.
+    """The first of SCHED_FIFO, a short slice, a leaf weight that the kernel grants the caller.
 
-    A mechanism given as 0 is skipped. Logs once what was granted, and a
-    warning with ``consequence`` when neither was. Returns FIFO, SHORT_SLICE or NONE.
+    A mechanism given as 0 or None is skipped; ``leaf_weight`` raises OSError
+    when it cannot be had. Logs once what was granted, and a warning with
+    ``consequence`` when nothing was. Returns FIFO, SHORT_SLICE, LEAF_WEIGHT or NONE.
     """
     refused: list[str] = []
     if fifo_priority > 0:
@@ -152,6 +158,15 @@ def choose_wakeup(
             log.info("running SCHED_OTHER with a %d us slice (%s)", slice_us,
                      "; ".join(refused) or "SCHED_FIFO not asked for")  # fmt: skip
             return SHORT_SLICE
+    if leaf_weight is not None:
+        try:
+            leaf_weight()
+        except OSError as e:
+            refused.append(f"leaf weight: {e}")
+        else:
+            log.info("running SCHED_OTHER in a cgroup leaf weighted above the jobs' (%s)",
+                     "; ".join(refused) or "SCHED_FIFO not asked for")  # fmt: skip
+            return LEAF_WEIGHT
     if refused:
         log.warning("no prompt wake-up (%s): %s", "; ".join(refused), consequence)
     return NONE

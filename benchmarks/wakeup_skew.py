@@ -10,7 +10,9 @@ makes on itself, so all arms run on the same cluster, agents and jobs:
 
 * ``plain``: SCHED_OTHER, nice 0, the default slice;
 * ``nice-20``: SCHED_OTHER at nice -20;
-* ``short-slice``: SCHED_OTHER with a 100 us slice (the agent's fallback).
+* ``slice-<us>``: SCHED_OTHER with that slice (``slice-100``: the agent's fallback);
+* ``leaf-<w>``: the agent's leaf group (cgroup2 ``cpu.weight``, 100 otherwise) at
+  ``w`` against its node's job groups (100 each); parts combine with ``+``.
 
 Each block is ``--switches`` switches on arrival (immediate mode, the test's
 reference) then as many time-triggered ones at ``--quantum`` intervals. Per
@@ -46,7 +48,7 @@ from agent.client import AgentClient  # noqa: E402
 from agent.realtime import set_deadline, set_plain, set_short_slice  # noqa: E402
 
 SPIN = ["python3", "-c", "while True: pass"]
-ARMS = ("plain", "nice-20", "short-slice")
+ARMS = ("plain", "nice-20", "slice-100")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -54,12 +56,22 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
-def set_arm(arm: str, pid: int) -> None:
+def set_arm(arm: str, pid: int, leaf: Path) -> None:
+    """``arm``: parts joined by ``+``: plain, nice-20, slice-<us>, leaf-<cpu.weight>."""
     set_plain(pid)
-    if arm == "nice-20":
-        os.setpriority(os.PRIO_PROCESS, pid, -20)  # the thread ``pid``
-    elif arm == "short-slice":
-        set_short_slice(100, pid)
+    weight = 100
+    for part in arm.split("+"):
+        if part == "nice-20":
+            os.setpriority(os.PRIO_PROCESS, pid, -20)  # the thread ``pid``
+        elif part.startswith("slice-"):
+            set_short_slice(int(part[len("slice-") :]), pid)
+        elif part.startswith("leaf-"):
+            weight = int(part[len("leaf-") :])
+        elif part != "plain":
+            raise SystemExit(
+                f"wakeup_skew: unknown arm {part!r} (plain, nice-20, slice-<us>, leaf-<w>)"
+            )
+    (leaf / "cpu.weight").write_text(f"{weight}\n")
 
 
 def slice_of(pid: int) -> str:
@@ -101,7 +113,13 @@ def skew_us(acks: list[dict[str, Any]]) -> float:
 def block(
     clients: list[tuple[str, AgentClient]], q: int, n: int, quantum: float, lead: float
 ) -> tuple[int, dict[str, list[float]]]:
-    out: dict[str, list[float]] = {"imm": [], "tt": [], "late_us": [], "writes_us": []}
+    out: dict[str, list[float]] = {
+        "imm": [],
+        "tt": [],
+        "late_us": [],
+        "writes_us": [],
+        "woke_us": [],
+    }
     next_t = time.monotonic()
     for _ in range(n):
         out["imm"].append(skew_us(one_round(clients, q, None)))
@@ -119,6 +137,7 @@ def block(
             late += bool(a["late"])
             out["late_us"].append(a["lateness_s"] * 1e6)
             out["writes_us"].append(a["thaw_writes_s"] * 1e6)
+            out["woke_us"].append(a["woke_s"] * 1e6)
         boundary += quantum
     out["late_plans"] = [float(late)]
     return q, out
@@ -130,6 +149,7 @@ def main() -> int:
     ap.add_argument("--switches", type=int, default=40)
     ap.add_argument("--quantum", type=float, default=0.05)
     ap.add_argument("--lead", type=float, default=0.02)
+    ap.add_argument("--arms", default=",".join(ARMS), help="plain, nice-20, slice-<us>")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("wakeup_skew: needs root (cluster up)", file=sys.stderr)
@@ -163,6 +183,9 @@ def main() -> int:
                         time.sleep(0.1)
                 clients.append((str(node["name"]), c))
             pids = [a.pid for a in st.agents]
+            unified = Path(st.cgroup_layout.get("unified") or "/sys/fs/cgroup")
+            by_node = {str(n["name"]): n for n in st.nodes}
+            leaves = [unified / by_node[a.node]["agent_cgroup"] for a in st.agents]
             chosen = [c.status(n)["plans"].get("wakeup", "?") for n, c in clients]
             print(f"agents' own wake-up at start: {chosen}; slices {[slice_of(p) for p in pids]}")
             print(f"SCHED_DEADLINE (500 us / 10 ms) for agent {pids[0]}: {probe_deadline(pids[0])}")
@@ -170,13 +193,14 @@ def main() -> int:
                 for job in ("a", "b"):
                     c.launch(name, job, SPIN, start_frozen=True)
             q = 1
-            res: dict[str, dict[str, list[float]]] = {a: {} for a in ARMS}
-            within: dict[str, int] = dict.fromkeys(ARMS, 0)
+            arms = tuple(args.arms.split(","))
+            res: dict[str, dict[str, list[float]]] = {a: {} for a in arms}
+            within: dict[str, int] = dict.fromkeys(arms, 0)
             for r in range(args.rounds):
-                order = ARMS[r % len(ARMS) :] + ARMS[: r % len(ARMS)]
+                order = arms[r % len(arms) :] + arms[: r % len(arms)]
                 for arm in order:
-                    for p in pids:
-                        set_arm(arm, p)
+                    for p, leaf in zip(pids, leaves, strict=True):
+                        set_arm(arm, p, leaf)
                     load = os.getloadavg()[0]
                     q, out = block(clients, q, args.switches, args.quantum, args.lead)
                     imm, tt = statistics.median(out["imm"]), statistics.median(out["tt"])
@@ -187,20 +211,23 @@ def main() -> int:
                     for k, v in out.items():
                         res[arm].setdefault(k, []).extend(v)
                     print(
-                        f"round {r + 1} {arm:11s} load {load:4.2f}: thaw skew p50 us"
+                        f"round {r + 1} {arm:10s} load {load:4.2f}: thaw skew p50 us"
                         f" immediate {imm:7.1f}, time-triggered {tt:7.1f} (p99"
                         f" {pct(out['tt'], 99):7.1f}); lateness p50 {lat:6.1f} us;"
                         f" bound {bound:6.1f} {'held' if ok else 'MISSED'};"
                         f" {int(out['late_plans'][0])} late plans"
                     )
             print("per arm, all rounds (time-triggered):")
-            for arm in ARMS:
+            for arm in arms:
                 d = res[arm]
                 print(
-                    f"  {arm:11s} thaw skew p50 {statistics.median(d['tt']):7.1f} us,"
+                    f"  {arm:10s} thaw skew p50 {statistics.median(d['tt']):7.1f} us,"
                     f" p99 {pct(d['tt'], 99):7.1f} us; lateness p50"
                     f" {statistics.median(d['late_us']):6.1f} us, p99 {pct(d['late_us'], 99):7.1f}"
-                    f" us; wake-up to thaw p50 {statistics.median(d['writes_us']):5.1f} us;"
+                    f" us; woke p50 {statistics.median(d['woke_us']):6.1f} us, p99"
+                    f" {pct(d['woke_us'], 99):7.1f} us after the instant;"
+                    f" wake-up to thaw p50 {statistics.median(d['writes_us']):5.1f} us, p99"
+                    f" {pct(d['writes_us'], 99):7.1f} us;"
                     f" bound held in {within[arm]} of {args.rounds} blocks;"
                     f" {int(sum(d['late_plans']))} late plans"
                 )

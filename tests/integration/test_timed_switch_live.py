@@ -140,7 +140,11 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
             f" lateness p50 {statistics.median(lateness):.1f} us;"
             f" {late} of {len(lateness)} plans late, sender stalled in {stalled} rounds"
         )
-        realtime = [c.status(name)["plans"]["realtime"] for name, c in clients]
+        plans = [c.status(name)["plans"] for name, c in clients]
+        realtime = [p["realtime"] for p in plans]
+        # agent/realtime.py: fifo, short-slice (--slice-us) or none; all agree with realtime
+        wakeups = [p["wakeup"] for p in plans]
+        assert [w == "fifo" for w in wakeups] == realtime, plans
         # Compared with the reference measured above, not with a fixed figure. An agent
         # refused SCHED_FIFO (cgroup2 with RT group scheduling) thaws when the kernel
         # wakes it: its skew is bounded by its own wake-up lateness, not by immediate
@@ -154,8 +158,8 @@ def test_both_agents_apply_each_plan_at_its_instant(cluster: tuple[Any, bytes]) 
                 # agent sharing its core with a spinning job may thaw a scheduler slice late
                 # on one node, not the other. Reported, not hidden; the rest still checked.
                 known = (
-                    f"agents without SCHED_FIFO: time-triggered thaw skew p50 "
-                    f"{statistics.median(timed):.0f} us above the bound {bound:.0f} us"
+                    f"agents without SCHED_FIFO (wake-up {wakeups}): time-triggered thaw"
+                    f" skew p50 {statistics.median(timed):.0f} us above the bound {bound:.0f} us"
                 )
         else:
             assert statistics.median(timed) <= bound, (realtime, bound)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from agent import realtime
+from agent.daemon import Agent, AgentConfig
 from agent.plan import Plan
+from common.cgroups import Cgroups, Layout
+from common.cgroups.fake import fake_v2
 from tests.support.agent_fakes import (
     PARENT,
     Clock,
@@ -152,3 +156,29 @@ def test_time_triggered_write_order_follows_the_wakeup(
     assert writes == order and not ack["errors"]
     assert agent.realtime == (wakeup == realtime.FIFO)
     assert state(tmp_path, "a") == "THAWED" and state(tmp_path, "b") == "FROZEN"
+
+
+def test_refused_fifo_weighs_the_agents_own_leaf(tmp_path: Path) -> None:
+    """On cgroup2 an agent in ``<parent>/agent`` (where ``start`` puts it), without
+    SCHED_FIFO (off here), sets that leaf's cpu.weight above the jobs'."""
+    fs = fake_v2(tmp_path / "cg")
+    drv = Cgroups(Layout.v2_at(str(tmp_path / "cg"), {"cpu"}), fs=fs)
+    drv.ensure_parent("cosched/n0", ())
+    fs.add_proc("", "cosched/n0", os.getpid())
+    drv.enter_leaf("cosched/n0", "agent", os.getpid())
+    drv.ensure_parent("cosched/n0")
+    cfg = AgentConfig(node="n0", listen=("127.0.0.1", 0), key=b"k" * 32,
+                      cgroup_parent="cosched/n0", run_dir=tmp_path / "run",
+                      fifo_priority=0, io_device=False, net_meter=False)  # fmt: skip
+    agent = Agent(cfg, driver=drv)
+    agent._go_realtime()
+    assert agent.wakeup == realtime.LEAF_WEIGHT and not agent.realtime
+    assert fs.knob("", "cosched/n0/agent", "cpu.weight") == "10000"
+    # not in that leaf (a systemd unit's supervisor): nothing written, nothing had
+    drv.set_weight("cosched/n0/agent", 100)
+    drv.create("cosched/n0/other")
+    drv.add_pid("cosched/n0/other", os.getpid())  # moves it out of the agent leaf
+    agent = Agent(cfg, driver=drv)
+    agent._go_realtime()
+    assert agent.wakeup == realtime.NONE
+    assert fs.knob("", "cosched/n0/agent", "cpu.weight") == "100"

@@ -11,6 +11,7 @@ import pytest
 from agent import realtime
 from agent.realtime import (
     FIFO,
+    LEAF_WEIGHT,
     NONE,
     SCHED_DEADLINE,
     SCHED_FLAG_RESET_ON_FORK,
@@ -74,33 +75,53 @@ class Kernel:
         if SHORT_SLICE in self.refuse:
             raise OSError(22, "Invalid argument")
 
+    def leaf(self) -> None:
+        self.calls.append((LEAF_WEIGHT, 0))
+        if LEAF_WEIGHT in self.refuse:
+            raise OSError("not in its leaf")
 
-def _choose(k: Kernel, prio: int = 10, slice_us: int = 100) -> str:
-    return choose_wakeup(prio, slice_us, "thaws late", fifo=k.fifo, short_slice=k.slice)
+
+def _choose(k: Kernel, prio: int = 10, slice_us: int = 100, leaf: bool = False) -> str:
+    return choose_wakeup(prio, slice_us, "thaws late", fifo=k.fifo, short_slice=k.slice,
+                         leaf_weight=k.leaf if leaf else None)  # fmt: skip
 
 
-def test_fifo_when_granted_and_no_slice_asked_for() -> None:
+def test_fifo_when_granted_and_nothing_else_asked_for() -> None:
     k = Kernel()
-    assert _choose(k) == FIFO and k.calls == [(FIFO, 10)]
+    assert _choose(k, leaf=True) == FIFO and k.calls == [(FIFO, 10)]
 
 
 def test_short_slice_when_fifo_is_refused(caplog: pytest.LogCaptureFixture) -> None:
     k = Kernel(FIFO)
     with caplog.at_level(logging.INFO, logger="agent.realtime"):
-        assert _choose(k) == SHORT_SLICE
+        assert _choose(k, leaf=True) == SHORT_SLICE
     assert k.calls == [(FIFO, 10), (SHORT_SLICE, 100)]
     # logged once, at info, with why SCHED_FIFO was not had; no warning
     assert [r.levelno for r in caplog.records] == [logging.INFO]
     assert "100 us slice" in caplog.text and "Operation not permitted" in caplog.text
 
 
-def test_none_when_both_are_refused_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_leaf_weight_when_the_others_are_refused_or_not_asked_for(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     k = Kernel(FIFO, SHORT_SLICE)
     with caplog.at_level(logging.INFO, logger="agent.realtime"):
-        assert _choose(k) == NONE
+        assert _choose(k, leaf=True) == LEAF_WEIGHT
+    assert k.calls == [(FIFO, 10), (SHORT_SLICE, 100), (LEAF_WEIGHT, 0)]
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert "weighted above the jobs" in caplog.text and "Invalid argument" in caplog.text
+    k = Kernel(FIFO)
+    assert _choose(k, slice_us=0, leaf=True) == LEAF_WEIGHT  # the agent's default
+    assert k.calls == [(FIFO, 10), (LEAF_WEIGHT, 0)]
+
+
+def test_none_when_all_are_refused_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+    k = Kernel(FIFO, SHORT_SLICE, LEAF_WEIGHT)
+    with caplog.at_level(logging.INFO, logger="agent.realtime"):
+        assert _choose(k, leaf=True) == NONE
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     assert "SCHED_FIFO" in caplog.text and "short slice" in caplog.text
-    assert "thaws late" in caplog.text
+    assert "leaf weight: not in its leaf" in caplog.text and "thaws late" in caplog.text
 
 
 def test_a_mechanism_given_as_zero_is_not_tried(caplog: pytest.LogCaptureFixture) -> None:
