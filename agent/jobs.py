@@ -179,7 +179,7 @@ def spawn_rank(
 
 
 def _lower_policy(pid: int) -> None:
-    # The agent may run SCHED_FIFO; jobs must not (SCHED_RESET_ON_FORK covers
+    # The agent may run SCHED_FIFO or a short slice; jobs must not (SCHED_RESET_ON_FORK covers
     # this too, this is belt and braces for agents started without it).
     try:
         if os.sched_getscheduler(pid) != os.SCHED_OTHER:
