@@ -21,6 +21,7 @@ KINDS: dict[str, str] = {
     "paired-scale": "testbed.experiment.pairedscale",
     "paired-trace": "testbed.experiment.pairedtrace",
     "paired-decompose": "testbed.experiment.pairedscale.decompose",
+    "paired-capacity": "testbed.experiment.pairedscale.capacity",
     "sim-vs-live": "testbed.experiment.simvslive",
     "cdc-live": "testbed.experiment.cdc",
     "rajaei-sim": "testbed.experiment.rajaei",

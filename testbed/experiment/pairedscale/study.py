@@ -258,6 +258,8 @@ def build_jobs(params: Mapping[str, Any], seed: int) -> tuple[list[Any], float, 
     jobs = scale_time(jobs, float(params["runtime_scale"]))
     if params.get("runtime_cap_quantile") is not None:  # a what-if of decompose.py
         jobs = cap_runtimes(jobs, float(params["runtime_cap_quantile"]))
+    if params.get("runtimes") == "exponential":  # a control of capacity.py
+        jobs = exponential_runtimes(jobs, seed)
     jobs = scale_to_load(jobs, nodes, float(params["load"]))
     jobs = apply_profile(jobs, str(params["profile"]), seed=seed)
     nominal = math.fsum(j.size * j.runtime for j in jobs)
@@ -280,6 +282,20 @@ def cap_runtimes(jobs: Sequence[Any], quantile: float) -> list[Any]:
     cap = rts[min(len(rts) - 1, int(quantile * len(rts)))]
     return [j.copy_with(runtime=cap, estimate=min(j.estimate, cap)) if j.runtime > cap else j
             for j in jobs]  # fmt: skip
+
+
+def exponential_runtimes(jobs: Sequence[Any], seed: int) -> list[Any]:
+    """The jobs with run times drawn exponential with the stream's mean run time (seeded
+    by ``seed``): Lublin's sizes and arrivals without its heavy, size-correlated tail (a
+    control workload, not the paper's)."""
+    import numpy as np
+
+    if not jobs:
+        return []
+    mean = math.fsum(j.runtime for j in jobs) / len(jobs)
+    draws = np.random.default_rng([seed, 25]).exponential(mean, len(jobs))
+    return [j.copy_with(runtime=float(rt), estimate=float(rt))
+            for j, rt in zip(jobs, np.maximum(draws, 1e-3), strict=True)]  # fmt: skip
 
 
 def sim_config(params: Mapping[str, Any]) -> SimConfig:
