@@ -332,7 +332,12 @@ def _capacity_section(data: Mapping[str, Any]) -> list[str]:
                 continue
             means = [_est(ratios(rows, load, c, stream)).mean for c in caps]
             at = crossing(caps, means, target)
-            where = "not reached at the c run" if at is None else f"c = {at:.2f}"
+            if means and means[0] > target:
+                where = f"above it already at c = {caps[0]:g} ({means[0]:.2f})"
+            elif at is None:
+                where = f"not reached at the c run (at c = {caps[-1]:g}: {means[-1]:.2f})"
+            else:
+                where = f"c = {at:.2f}"
             out.append(f"* load {load:g}, the paper's {target:g}: {where}")
         lo, hi = min(meta["loads"]), max(meta["loads"])
         growth = []
