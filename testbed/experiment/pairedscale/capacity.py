@@ -25,7 +25,8 @@ A study (kind ``paired-capacity``; every run through the sweep executor)::
     cosched experiment run experiments/paired-capacity.toml --workers 1 \\
         --out docs/results/paired-capacity
 
-Spec: ``[study] seeds, overload, capacities, loads, streams``; ``[quick] seeds, capacities``.
+Spec: ``[study] seeds, overload, capacities, loads, streams``; ``[quick] seeds,
+capacities, loads``.
 """
 
 from __future__ import annotations
@@ -383,7 +384,7 @@ class CapacityStudy(Study):
         st = doc.table("study", required=True)
         st.only({"name", "seeds", "overload", "capacities", "loads", "streams"})
         q = doc.table("quick")
-        q.only({"seeds", "capacities"})
+        q.only({"seeds", "capacities", "loads"})
         seeds = st.items("seeds", int, [1, 2, 3], unique=True, minimum=1)
         caps = [
             float(c) for c in st.items("capacities", (int, float), [1.0, 0.8, 0.6], unique=True)
@@ -401,6 +402,9 @@ class CapacityStudy(Study):
                 )
             ],
             "quick": {
+                "loads": [
+                    float(x) for x in q.items("loads", (int, float), [0.95], above=0.0, below=2.0)
+                ],
                 "seeds": q.items("seeds", int, seeds[:1], unique=True, minimum=1),
                 "capacities": _capacities(
                     [float(c) for c in q.items("capacities", (int, float), caps[:2], unique=True)],
