@@ -59,7 +59,7 @@ def test_the_spec_needs_capacity_1_and_known_streams(tmp_path: Path) -> None:
     p = tmp_path / "cap.toml"
     base = 'kind = "paired-capacity"\n[study]\nseeds = [1]\n'
     p.write_text(base + "capacities = [0.8, 0.6]\n")
-    with pytest.raises(SpecError, match="include 1.0"):
+    with pytest.raises(SpecError, match=r"include 1\.0"):
         registry.load(p)
     p.write_text(base + 'streams = ["poisson"]\n')
     with pytest.raises(SpecError, match="streams"):
