@@ -1,7 +1,8 @@
 """The live studies through the framework on a real cluster (root): `make run`'s paired study
 (one run and a sweep, shortened), and every live spec's --quick variant, as committed or
 with a copy's edits that shorten only what no assertion reads (a drain timeout, the length
-of a rate measurement: the study's steps and results.json's structure stay the same).
+of a rate measurement, the jobs' lengths: the study's steps, jobs and results.json's
+structure stay the same).
 
 Each brings its cluster up itself and down after it; the fixture checks nothing is left.
 Nothing here checks an absolute timing: the runs end, every job is done, results.json has
@@ -41,6 +42,20 @@ def _rebuilt(out: Path) -> None:
 
 # never wait for a quiet host: a test must not hang on a busy one
 NO_QUIET = ('name = "', 'quiet_limit = 0.0\nname = "')
+
+# The Lublin studies' quick jobs at half their run times: the quick mean_runtime and
+# min_runtime (the floor most of the 8 quick jobs are clipped to), so the stream's
+# arrivals, which are stretched to the offered load, come twice as fast too.
+HALF_RUNTIMES = {
+    "sim-vs-live.toml": [
+        ("mean_runtime = 1.5", "mean_runtime = 0.75"),
+        ("min_runtime = 0.5", "min_runtime = 0.25"),
+    ],
+    "dhc-live.toml": [
+        ("mean_runtime = 1.2", "mean_runtime = 0.6"),
+        ("min_runtime = 0.5", "min_runtime = 0.25"),
+    ],
+}
 
 
 @pytest.mark.root
@@ -105,14 +120,17 @@ def test_paired_sweep_brings_up_each_size(root_cluster_env: Path, tmp_path: Path
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", ["cdc-policies.toml", "cdc-npb.toml"])
 def test_cdc_quick_variants(root_cluster_env: Path, tmp_path: Path, name: str) -> None:
-    # Shorter jobs (the quick job_seconds / 2 for the synthetic program, / 3 for the
-    # kernels' repetitions), and cdc-npb's quick drain 60 s, not 120 s: under `local` its
-    # CG job (a communicating kernel on shared nodes) outlasted 120 s (122 s of the test's
-    # 166 s, killed), while its FT jobs ended within 45 s on a loaded host.
+    # Shorter jobs (the quick job_seconds / 2 for the synthetic program, / 6 for the
+    # kernels' repetitions: FT 2, IS 6, CG 2 of them, BT and SP 1), and cdc-npb's quick
+    # drain 60 s, not 120 s: under `local` its CG job (a communicating kernel on shared
+    # nodes) outlasted 120 s (122 s of the test's 166 s, killed), while its FT jobs ended
+    # within 45 s on a loaded host. cdc-npb's arrivals scale with job_seconds: the same 4
+    # jobs, schemes and steps; 75 s -> 28 s of a busy host at / 3 -> / 6 (2026-11-27).
+    # cdc-policies' runs are mostly the jobs' start-up: / 4 saved 2 s of its 54 s.
     edits = {
         "cdc-policies.toml": [("job_seconds = 1.5", "job_seconds = 0.75")],
         "cdc-npb.toml": [
-            ("job_seconds = 1.5", "job_seconds = 0.5"),
+            ("job_seconds = 1.5", "job_seconds = 0.25"),
             ("drain_timeout = 120.0", "drain_timeout = 60.0"),
         ],
     }
@@ -140,11 +158,14 @@ def test_sim_vs_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
     # sized before G_comp is tuned up (about 30x here): 1 s asked took 12-28 s, and the
     # five of them (two sizes before, and after each run) were 120 s of this test's 234 s.
     # 0.1 s gives 22 iterations (1-3 s each): the same steps, rates and results.json.
+    # The jobs' run times halved (the quick mean and the clip's floor, where most of the
+    # 8 quick jobs sit): each live run's arrivals and work take about half as long.
     spec = _spec(
         tmp_path,
         "sim-vs-live.toml",
         ("quiet_limit = 0.15", "quiet_limit = 0.0"),
         ("rate_seconds = 1.0", "rate_seconds = 0.1"),
+        *HALF_RUNTIMES["sim-vs-live.toml"],
     )
     out = tmp_path / "out"
     assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
@@ -167,8 +188,14 @@ def test_sim_vs_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
 @pytest.mark.timeout(900)
 def test_dhc_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
     """DHC beside strict and paired gang on the 4-node cluster, each run simulated."""
-    # its quiet_limit is 0 already; rate measurements of 0.1 s (22 iterations), as above
-    spec = _spec(tmp_path, "dhc-live.toml", ("rate_seconds = 1.0", "rate_seconds = 0.1"))
+    # its quiet_limit is 0 already; rate measurements of 0.1 s (22 iterations) and the
+    # jobs' run times halved, as above
+    spec = _spec(
+        tmp_path,
+        "dhc-live.toml",
+        ("rate_seconds = 1.0", "rate_seconds = 0.1"),
+        *HALF_RUNTIMES["dhc-live.toml"],
+    )
     out = tmp_path / "out"
     assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
     data = pipeline.read(out / "results.json").data
