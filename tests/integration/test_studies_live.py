@@ -235,7 +235,9 @@ def test_rajaei_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> No
 def test_nplus1_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
     """Strict gang, paired gang and N + 1 gangs on the compute, disk and network job."""
     out = tmp_path / "out"
-    spec = REPO / "experiments" / "nplus1-live.toml"
+    # each job's work half the quick 2 s alone (5 quanta of 0.2 s, not 10): the same
+    # calibration, jobs and runs, every kind still in every run's trace
+    spec = _spec(tmp_path, "nplus1-live.toml", ("solo_seconds = 2.0", "solo_seconds = 1.0"))
     assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
     res = pipeline.read(out / "results.json")
     assert res.kind == "nplus1-live" and res.made.command.endswith("--quick --out " + str(out))
