@@ -53,9 +53,11 @@ def test_waiting_actions_spend_cpu_as_they_should(action: str) -> None:
     assert wall >= LATE * 0.9, res
     if action == "spin":
         assert states == [nicproto.WAIT_SPINNING] * 3
-        # as busy as a plain busy loop in the same process just before (a loaded
-        # machine gives both the same share of a CPU)
-        assert cpu / wall > 0.6 * ref, res
+        # busy, against a plain busy loop in the same process just before: a loaded
+        # machine's share of a CPU moves between the two (0.59 of a 0.99 reference
+        # seen at load 4 on 2 cores), so the bound sits between that and a blocked
+        # wait's (below 0.1 of the wall time, the other actions' check)
+        assert cpu / wall > 0.3 * ref, res
         assert res["blocks"] == 0 and res["spin_polls"] > 1000, res
     else:
         assert states == [nicproto.WAIT_BLOCKED] * 3
