@@ -89,6 +89,16 @@ class Scheme(ABC):
         """
         return now
 
+    def arrival_repeats(self, subject: ProcView) -> bool:
+        """Whether an ARRIVAL decision for ``subject`` (a pending process) on the views of
+        the last decision would return its holder and leave the scheme as it is.
+
+        Asked by the simulator, instead of :meth:`decide`, only when nothing in the views
+        but ``subject``'s ``blocked`` has changed since that decision; ``subject`` is the
+        process's view now (its pending messages are not read). Default: no guarantee.
+        """
+        return False
+
     @abstractmethod
     def decide(
         self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
@@ -130,6 +140,12 @@ class _ArrivalOrder(Scheme):
 
     def wants_boost(self, proc: ProcView) -> bool:
         return True
+
+    def arrival_repeats(self, subject: ProcView) -> bool:
+        """The queue, filtered by the same views, is the same; the subject joins it only if
+        it is not the holder, not queued yet and wants the boost (decide below)."""
+        k = subject.key
+        return k == self.holder or k in self.queue or not self.wants_boost(subject)
 
     def decide(
         self, now: float, event: Event, subject: str | None, procs: Mapping[str, ProcView]
@@ -244,9 +260,16 @@ class _Contention(Scheme):
         # the views of the last decision, its time and the unclamped W_r of each pending
         # process: tick_stable_until, asked right after on the same views, reuses them
         self._last: tuple[Mapping[str, ProcView], float, list[float]] | None = None
+        self._emax_key: tuple[int, float | None, float] | None = None
+        self._emax = 0.0
 
     def erl_max(self) -> float:
-        return erl_max_us(self.mpl, (self.slice_s or self.tick_s) * 1e6)
+        # asked at every decision: computed once per (MPL, slice), which never change in a run
+        key = (self.mpl, self.slice_s, self.tick_s)
+        if key != self._emax_key:
+            self._emax = erl_max_us(self.mpl, (self.slice_s or self.tick_s) * 1e6)
+            self._emax_key = key
+        return self._emax
 
     def tick_stable_until(self, now: float, procs: Mapping[str, ProcView]) -> float:
         """Every pending message's ERL' falls at the same rate (eq. 3), so the order of the

@@ -88,6 +88,8 @@ COMPUTE, SPIN, BLOCK, DONE, NEW = 0, 1, 2, 3, 4
  EV_FLUID) = range(10)  # fmt: skip
 # at one instant: arrivals become pending first, then processes run, then the schemes decide
 _PRIORITY = (1, 1, 1, 0, 2, 2, 2, 1, 1, 3)
+_P_CPU = _PRIORITY[EV_CPU]
+heappush = heapq.heappush
 
 
 @dataclass(frozen=True)
@@ -429,7 +431,7 @@ class CdcSim:
     # ---- the event queue ------------------------------------------------------------
     def _push(self, t: float, kind: int, obj: Any, ver: int = 0) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, _PRIORITY[kind], self.seq, kind, obj, ver))
+        heappush(self.heap, (t, _PRIORITY[kind], self.seq, kind, obj, ver))
 
     # ---- running a stream -------------------------------------------------------------
     def run(self, jobs: Sequence[SimJobSpec], horizon: float = INF) -> CdcResult:
@@ -469,6 +471,8 @@ class CdcSim:
                 raise SimError(f"event of kind {kind} at {t!r} before now {self.now!r} (a bug)")
             self.now = t
             events += 1
+            if kind == EV_CPU and ver != obj.ver:
+                continue  # re-armed since (the commonest stale event): _ev_cpu would return
             handlers[kind](t, obj, ver)
         self.events = events
         if self.done_jobs < n and not math.isfinite(horizon):
@@ -967,9 +971,11 @@ class CdcSim:
     def _wait_ready(self, p: _Proc, t: float) -> None:
         """Every needed message is sent; the last arrives at ``p.wait_last``."""
         if p.state == BLOCK:
-            self._push(max(p.wait_last, t) + self.wake, EV_WAKE, p, p.wait_ver)
+            w = p.wait_last
+            self._push((t if t > w else w) + self.wake, EV_WAKE, p, p.wait_ver)
         elif p.state == SPIN and p.node.running is p:
-            self._push(max(p.wait_last, t), EV_WAIT, p, p.wait_ver)
+            w = p.wait_last
+            self._push(t if t > w else w, EV_WAIT, p, p.wait_ver)
         # a spinning process off the CPU completes when it is switched in
 
     def _consume_arrived(self, p: _Proc, t: float, since: float) -> bool:
@@ -1147,7 +1153,10 @@ class CdcSim:
         # the first tick not yet counted at or after t (a tick at t itself comes after this)
         k = nd.acct_k + 1
         if t > nd.acct_next:
-            k = max(self._tick_before(nd, t) + 1, k)
+            kb = self._tick_before(nd, t) + 1
+            if k > kb:
+                kb = k
+            k = kb
         if nd.tick_k == -1 or nd.tick_k > k:
             nd.tick_k = k
             self._push(nd.phase + k * self.T, EV_TICK, nd, k)
@@ -1159,9 +1168,11 @@ class CdcSim:
         the node keeps those ERLs (``cc_erls``), how many views are pending (``cc_pend``) and
         the earliest arrival still to become visible among the messages looked at
         (``cc_until``: the views hold until then unless ``cver`` moves)."""
+        if not self.uses_erl:
+            return self._views_pending(nd, t)
         out: dict[str, ProcView] = {}
         running = nd.running
-        count_erl = self.uses_erl
+        count_erl = True
         esum = self.erl_sum
         erls: list[float] = []
         vis = INF
@@ -1222,6 +1233,44 @@ class CdcSim:
             nd.cc_until = vis
         return out
 
+    def _views_pending(self, nd: _Node, t: float) -> dict[str, ProcView]:
+        """``_views`` for the schemes that read of the messages only whether there are any
+        (all but CC: agent/cdc/schemes.py): each view carries its process's first pending
+        message, found by the same rules, and the scan of a process stops there."""
+        out: dict[str, ProcView] = {}
+        running = nd.running
+        for p in nd.procs:
+            if p.state == NEW:
+                continue
+            first: tuple[PendingMsg, ...] = ()
+            if not (p is running and p.waiting and p.state == SPIN):
+                for ch in p.chans:
+                    if ch:
+                        a, erl = ch[0]
+                        if a <= t:
+                            first = (PendingMsg(erl, a),)
+                            break
+            else:
+                need = p.need
+                for s, ch in enumerate(p.chans):
+                    if not ch:
+                        continue
+                    k = need.get(s, 0)
+                    if k:
+                        # a running receiver has read what its wait needs as it arrived
+                        if len(ch) > k:
+                            a, erl = ch[k]
+                            if a <= t and ch[k - 1][0] <= t:
+                                first = (PendingMsg(erl, a),)
+                                break
+                        continue
+                    a, erl = ch[0]
+                    if a <= t:
+                        first = (PendingMsg(erl, a),)
+                        break
+            out[p.key] = ProcView(p.key, first, p.pblocked, p.in_coll)
+        return out
+
     def _repeat_cc(self, nd: _Node, t: float, event: Event, tick: int) -> None:
         """CC, two or more pending, the views as at the last evaluation and its outcome
         provably the same now (``cc_until``): what evaluating would do, without the scheme.
@@ -1272,7 +1321,16 @@ class CdcSim:
             and (
                 event is Event.TICK
                 or (
-                    event is Event.ARRIVAL and (self.uses_erl or not subject or not subject.pending)
+                    event is Event.ARRIVAL
+                    and (
+                        self.uses_erl
+                        or not subject
+                        or not subject.pending
+                        # a pending subject: the scheme says whether it would join its queue
+                        or nd.cdc.scheme.arrival_repeats(
+                            ProcView(subject.key, (), subject.pblocked, subject.in_coll)
+                        )
+                    )
                 )
             )
         ):
@@ -1398,7 +1456,8 @@ class CdcSim:
         p.pblocked = True  # only IB's and SB's arrival decisions read it (for a pending subject)
         p.spin_until = INF
         if p.missing == 0:
-            self._push(max(p.wait_last, t) + self.wake, EV_WAKE, p, p.wait_ver)
+            w = p.wait_last
+            self._push((t if t > w else w) + self.wake, EV_WAKE, p, p.wait_ver)
         if nd.running is p:
             self._reschedule(nd, t)
 
@@ -1465,7 +1524,8 @@ class CdcSim:
                 self._continue(nd, nxt, t + cs, switched=True)
                 return
             if nxt.missing == 0 and nxt.waiting:
-                self._push(max(nxt.wait_last, t + cs), EV_WAIT, nxt, nxt.wait_ver)
+                w, tc = nxt.wait_last, t + cs
+                self._push(tc if tc > w else w, EV_WAIT, nxt, nxt.wait_ver)
         self._arm(nd, t)
 
     def _continue(self, nd: _Node, p: _Proc, t: float, switched: bool = False) -> None:
@@ -1487,7 +1547,8 @@ class CdcSim:
             return
         start = nd.run_start if nd.run_start > t else t
         if p.state == COMPUTE:
-            end = start + max(0.0, p.remaining) / nd.speed
+            r = p.remaining
+            end = start + (r if r > 0.0 else 0.0) / nd.speed
         elif p.state == SPIN:
             end = p.spin_until if p.spin_until > start else start  # spun out while off the CPU
             if p.missing == 0 and p.waiting and p.wait_last < p.spin_until:
@@ -1501,7 +1562,8 @@ class CdcSim:
                     end = nd.slice_end if nd.slice_end > t else t
                     break
         if end < INF:
-            self._push(end, EV_CPU, nd, nd.ver)
+            self.seq += 1
+            heappush(self.heap, (end, _P_CPU, self.seq, EV_CPU, nd, nd.ver))
 
     def _ev_cpu(self, t: float, nd: _Node, ver: int) -> None:
         if ver != nd.ver:
@@ -1510,7 +1572,8 @@ class CdcSim:
         if p is None:
             return
         self._charge(nd, t)
-        if p.state == COMPUTE and p.remaining <= 1e-12 * max(1.0, p.remaining + 1):
+        r1 = p.remaining + 1
+        if p.state == COMPUTE and p.remaining <= 1e-12 * (r1 if r1 > 1.0 else 1.0):
             p.remaining = 0.0
             self._advance(p, t)
             if nd.running is not p:
