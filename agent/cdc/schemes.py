@@ -343,10 +343,20 @@ class _Contention(Scheme):
         self.holder = None
         # the highest W_c + W_r (eq. 2, 4), then the earliest arrival, then registration
         # order: first_seen is only looked at on a tie
+        nf = emax / W_R_MAX
         for k, p in procs.items():
-            u = unclamped_w_r(p.pending, now, emax)
-            if u is None:
+            pend = p.pending
+            if not pend:
                 continue
+            # unclamped_w_r (agent/cdc/erl.py) inline, the same arithmetic: the hottest loop
+            m = pend[0]
+            lo = emax - (m.erl_us - (now - m.seen_s) * 1e6)
+            if len(pend) > 1:
+                for m in pend:
+                    v = emax - (m.erl_us - (now - m.seen_s) * 1e6)
+                    if v < lo:
+                        lo = v
+            u = lo / nf
             us.append(u)
             w = W_PENDING + max(0.0, min(W_R_MAX, u))
             if best_p is None or w > best_w:

@@ -103,6 +103,11 @@ class Fluid:
     # a jump may also take the prologues and epilogues of repetitions no rank has begun
     # (counted by their compute against one iteration's), not only body iterations
     whole_reps: bool = False
+    # a jump may also reach past arrivals that can start no job (the FIFO queue holds one,
+    # or the job needs more nodes with a free slot than there are): not just before the next
+    # arrival but before the next that starts a job (the running set, and so the rates
+    # measured, stay as they are until then)
+    past_queued: bool = False
 
     def __post_init__(self) -> None:
         if min(self.settle_s, self.measure_s, self.tail_s, self.min_jump_s) < 0 or not (
@@ -625,9 +630,7 @@ class CdcSim:
         if w <= 0 or not jobs:
             return
         rates: dict[_Job, float] = {}
-        horizon = INF
-        if self._next_arrival < len(self._order):
-            horizon = self._order[self._next_arrival].spec.submit - self.offset - t
+        horizon = self._arrival_horizon(t)
         for j in jobs:
             r = (self._iterations(j) - j.mark) / w
             if r <= 0 and w < 3 * f.measure_s:
@@ -669,6 +672,24 @@ class CdcSim:
         self.jumps += 1
         self.jumped_s += d
         self._push_arrival()  # the next arrival is nearer now
+
+    def _arrival_horizon(self, t: float) -> float:
+        """How far ahead of ``t`` the next arrival that may change the running set is: the
+        next arrival, or, with ``past_queued``, the next that can start a job -- no job ends
+        before the jump's horizon, so while the FIFO queue holds a job every arrival joins it
+        (strict FIFO: controller/policies/spaceshare.py), and so does one that needs more
+        nodes with a free slot than there are now."""
+        assert self.fluid is not None
+        i, order = self._next_arrival, self._order
+        if self.fluid.past_queued:
+            blocked = self.policy.queue_length > 0
+            room = self.policy.open_nodes
+            while i < len(order) and (blocked or order[i].spec.program.size > room):
+                blocked = True
+                i += 1
+        if i >= len(order):
+            return INF
+        return order[i].spec.submit - self.offset - t
 
     @staticmethod
     def _removable(j: _Job) -> float:
