@@ -429,6 +429,7 @@ class CdcSim:
         self.fluid_ver = 0
         self.jumps = 0
         self.jumped_s = 0.0
+        self.stale_cpu = 0  # CPU events popped after their node re-armed (run's loop drops them)
         self._order: list[_Job] = []  # jobs by arrival
         self._next_arrival = 0
         self._snap: dict[str, Any] = {}
@@ -468,6 +469,7 @@ class CdcSim:
         )
         n = len(jobs)
         events = 0
+        stale = 0
         while heap and self.done_jobs < n:
             t, _p, _s, kind, obj, ver = pop(heap)
             if t > horizon:
@@ -477,9 +479,11 @@ class CdcSim:
             self.now = t
             events += 1
             if kind == EV_CPU and ver != obj.ver:
+                stale += 1
                 continue  # re-armed since (the commonest stale event): _ev_cpu would return
             handlers[kind](t, obj, ver)
         self.events = events
+        self.stale_cpu = stale
         if self.done_jobs < n and not math.isfinite(horizon):
             stuck = [
                 j.res.name or j.res.job_id for j in self.jobs.values() if math.isnan(j.res.end)
