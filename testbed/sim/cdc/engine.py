@@ -550,7 +550,8 @@ class CdcSim:
             job.left = len(job.procs)
             for p in job.procs:
                 nd = p.node
-                self._account(nd, t)
+                if t > nd.acct_next:  # _account inline
+                    self._account_to(nd, self._tick_before(nd, t))
                 nd.procs.append(p)
                 nd.by_key[p.key] = p
                 nd.view_ver += 1
@@ -818,7 +819,8 @@ class CdcSim:
 
     def _proc_done(self, p: _Proc, t: float) -> None:
         nd = p.node
-        self._account(nd, t)
+        if t > nd.acct_next:  # _account inline
+            self._account_to(nd, self._tick_before(nd, t))
         p.state = DONE
         nd.cver += 1
         if p.pending:
@@ -932,12 +934,17 @@ class CdcSim:
         if not absorbed and not q.pending and arr < q.onset_t:
             q.onset_t = arr
             q.onset_ver += 1
-            self._push(arr, EV_ONSET, q, q.onset_ver)
+            self.seq += 1
+            heappush(self.heap, (arr, _PRIORITY[EV_ONSET], self.seq, EV_ONSET, q, q.onset_ver))
         if self.on_arrival:
             k = int((arr - dn.phase) / self.T)
             if q.arr_fire[src] != k:
                 q.arr_fire[src] = k
-                self._push(arr + self.agent_delay, EV_ARRIVAL, q, src)
+                self.seq += 1
+                heappush(
+                    self.heap,
+                    (arr + self.agent_delay, _PRIORITY[EV_ARRIVAL], self.seq, EV_ARRIVAL, q, src),
+                )
 
     def _start_wait(self, p: _Proc, recvs: tuple[int, ...], t: float) -> bool:
         """Begin a wait at ``t``: the library first reads what is there (MD 0 for those).
@@ -997,10 +1004,24 @@ class CdcSim:
         """Every needed message is sent; the last arrives at ``p.wait_last``."""
         if p.state == BLOCK:
             w = p.wait_last
-            self._push((t if t > w else w) + self.wake, EV_WAKE, p, p.wait_ver)
+            self.seq += 1
+            heappush(
+                self.heap,
+                (
+                    (t if t > w else w) + self.wake,
+                    _PRIORITY[EV_WAKE],
+                    self.seq,
+                    EV_WAKE,
+                    p,
+                    p.wait_ver,
+                ),
+            )
         elif p.state == SPIN and p.node.running is p:
             w = p.wait_last
-            self._push(t if t > w else w, EV_WAIT, p, p.wait_ver)
+            self.seq += 1
+            heappush(
+                self.heap, (t if t > w else w, _PRIORITY[EV_WAIT], self.seq, EV_WAIT, p, p.wait_ver)
+            )
         # a spinning process off the CPU completes when it is switched in
 
     def _consume_arrived(self, p: _Proc, t: float, since: float) -> bool:
@@ -1039,7 +1060,8 @@ class CdcSim:
             if ch and ch[0][0] <= t:
                 return
         nd = p.node
-        self._account(nd, t)
+        if t > nd.acct_next:  # _account inline
+            self._account_to(nd, self._tick_before(nd, t))
         p.pending = False
         nd.npend -= 1
         self._dirty(nd, t)
@@ -1062,7 +1084,8 @@ class CdcSim:
         if first < p.onset_t:  # onset_t: the time of the onset check already queued, or inf
             p.onset_t = first
             p.onset_ver += 1
-            self._push(first, EV_ONSET, p, p.onset_ver)
+            self.seq += 1
+            heappush(self.heap, (first, _PRIORITY[EV_ONSET], self.seq, EV_ONSET, p, p.onset_ver))
 
     def _finish_wait(self, p: _Proc, t: float) -> None:
         """The wait is over: account its receives, go on with the program."""
@@ -1119,7 +1142,8 @@ class CdcSim:
             return
         for ch in p.chans:
             if ch and ch[0][0] <= t:
-                self._account(nd, t)
+                if t > nd.acct_next:  # _account inline
+                    self._account_to(nd, self._tick_before(nd, t))
                 p.pending = True
                 nd.npend += 1
                 self._dirty(nd, t)
@@ -1184,7 +1208,10 @@ class CdcSim:
             k = kb
         if nd.tick_k == -1 or nd.tick_k > k:
             nd.tick_k = k
-            self._push(nd.phase + k * self.T, EV_TICK, nd, k)
+            self.seq += 1
+            heappush(
+                self.heap, (nd.phase + k * self.T, _PRIORITY[EV_TICK], self.seq, EV_TICK, nd, k)
+            )
 
     def _views(self, nd: _Node, t: float) -> dict[str, ProcView]:
         """What the agent would see now. The one side effect: with CC, the ERLs the pending
@@ -1319,8 +1346,8 @@ class CdcSim:
     def _decide(
         self, nd: _Node, t: float, event: Event, subject: _Proc | None, tick: int = -1
     ) -> None:
-        if tick < 0:
-            self._account(nd, t)
+        if tick < 0 and t > nd.acct_next:  # _account inline
+            self._account_to(nd, self._tick_before(nd, t))
         if (
             self.uses_erl
             and nd.npend >= 2
@@ -1400,7 +1427,10 @@ class CdcSim:
         """Evaluate tick ``k`` (unless an earlier one is due already)."""
         if nd.tick_k == -1 or nd.tick_k > k:
             nd.tick_k = k
-            self._push(nd.phase + k * self.T, EV_TICK, nd, k)
+            self.seq += 1
+            heappush(
+                self.heap, (nd.phase + k * self.T, _PRIORITY[EV_TICK], self.seq, EV_TICK, nd, k)
+            )
 
     def _update_erl(self, nd: _Node, k: int, t: float, enp: int) -> None:
         """Eq. (1) at tick ``k``: ED re-measured every ED_WINDOW_S (agent/local.py), and,
@@ -1482,7 +1512,18 @@ class CdcSim:
         p.spin_until = INF
         if p.missing == 0:
             w = p.wait_last
-            self._push((t if t > w else w) + self.wake, EV_WAKE, p, p.wait_ver)
+            self.seq += 1
+            heappush(
+                self.heap,
+                (
+                    (t if t > w else w) + self.wake,
+                    _PRIORITY[EV_WAKE],
+                    self.seq,
+                    EV_WAKE,
+                    p,
+                    p.wait_ver,
+                ),
+            )
         if nd.running is p:
             self._reschedule(nd, t)
 
@@ -1550,7 +1591,11 @@ class CdcSim:
                 return
             if nxt.missing == 0 and nxt.waiting:
                 w, tc = nxt.wait_last, t + cs
-                self._push(tc if tc > w else w, EV_WAIT, nxt, nxt.wait_ver)
+                self.seq += 1
+                heappush(
+                    self.heap,
+                    (tc if tc > w else w, _PRIORITY[EV_WAIT], self.seq, EV_WAIT, nxt, nxt.wait_ver),
+                )
         self._arm(nd, t)
 
     def _continue(self, nd: _Node, p: _Proc, t: float, switched: bool = False) -> None:
