@@ -52,7 +52,8 @@ docs/simulator.md); the tests compare fluid runs with exact ones. A jump
 takes body iterations only, so the prologue and epilogue of every later
 repetition of an NPB job still run in detail at its end; ``whole_reps``
 lets it take those too (cheaper, less accurate per job: docs/simulator.md,
-"Why the cost grows faster than the job count"; off by default).
+"Why the cost grows faster than the job count"; off by default); ``past_queued``
+lets it reach past arrivals that can start no job (off by default).
 """
 
 from __future__ import annotations
