@@ -219,3 +219,44 @@ def test_only_cc_promises_repeats() -> None:
         v = view(a=pending("a"), b=pending("b"))
         s.decide(1.0, Event.TICK, None, v)
         assert s.repeat_until(1.0, v) == 1.0
+
+
+@given(
+    st.sampled_from(["dcs", "ib", "sb"]),
+    st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), max_size=12),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_arrival_repeats_only_when_the_decision_would(
+    name: str, script: list[tuple[int, bool, bool]], subj: int, blocked: bool
+) -> None:
+    """After any scripted run of arrivals, ``arrival_repeats`` for a pending subject on the
+    last decision's views (its ``blocked`` as given) says True only if deciding would
+    return the same holder and leave the queue as it is (what the simulator's skip needs)."""
+    s = make_scheme(name)
+    procs: dict[str, ProcView] = {}
+    for i, pend, blk in script:
+        procs = {f"p{k}": idle(f"p{k}") for k in range(4)}
+        procs[f"p{i}"] = pending(f"p{i}", blocked=blk) if pend else idle(f"p{i}", blk)
+        s.decide(0.0, Event.ARRIVAL, f"p{i}", procs)
+    key = f"p{subj}"
+    if procs.get(key) is None or not procs[key].pending:
+        procs = {**procs, key: pending(key, blocked=blocked)}
+        s.decide(0.0, Event.TICK, None, procs)  # the views the check is against
+    now = {**procs, key: ProcView(key, procs[key].pending, blocked)}
+    holder, queue = s.holder, list(getattr(s, "queue", []))
+    if s.arrival_repeats(now[key]):
+        assert s.decide(0.0, Event.ARRIVAL, key, now) == holder
+        assert list(getattr(s, "queue", [])) == queue
+
+
+def test_arrival_repeats_for_the_queued_and_the_unwanted() -> None:
+    """SB: a queued (or holding) subject repeats; a pending subject not yet queued repeats
+    only while it is not blocked (SB boosts blocked processes only)."""
+    s = make_scheme("sb")
+    procs = view(a=pending("a", blocked=True), b=pending("b"))
+    assert s.decide(0.0, Event.ARRIVAL, "a", procs) == "a"
+    assert s.arrival_repeats(procs["a"])  # the holder
+    assert s.arrival_repeats(procs["b"])  # pending, not blocked: not boosted
+    assert not s.arrival_repeats(pending("b", blocked=True))  # would join the queue
+    assert not make_scheme("pb").arrival_repeats(procs["a"])  # no guarantee by default
