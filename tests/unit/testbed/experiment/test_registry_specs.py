@@ -52,3 +52,16 @@ def test_every_study_spec_is_listed_by_its_study() -> None:
     listed = {spec for s in registry.studies() for spec in s.specs}
     studies = {str(p.relative_to(REPO)) for p in SPECS if "kind" in read_toml(p)}
     assert listed == studies
+
+
+def test_every_kind_is_in_the_docs_table_with_its_specs() -> None:
+    """docs/experiments.md's table of kinds names every kind and each of its specs."""
+    rows = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in (REPO / "docs" / "experiments.md").read_text().splitlines()
+        if line.startswith("| `")
+    }
+    assert set(rows) == set(registry.KINDS), "kinds missing from (or extra in) the table"
+    for study in registry.studies():
+        for spec in study.specs:
+            assert f"`{Path(spec).name}`" in rows[study.kind], f"{study.kind}: {spec}"
