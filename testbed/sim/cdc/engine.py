@@ -1512,19 +1512,7 @@ class CdcSim:
         p.pblocked = True  # only IB's and SB's arrival decisions read it (for a pending subject)
         p.spin_until = INF
         if p.missing == 0:
-            w = p.wait_last
-            self.seq += 1
-            heappush(
-                self.heap,
-                (
-                    (t if t > w else w) + self.wake,
-                    _PRIORITY[EV_WAKE],
-                    self.seq,
-                    EV_WAKE,
-                    p,
-                    p.wait_ver,
-                ),
-            )
+            self._wait_ready(p, t)  # blocked now: its wake-up at the last arrival
         if nd.running is p:
             self._reschedule(nd, t)
 
