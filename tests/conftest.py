@@ -46,6 +46,20 @@ settings.register_profile("dev", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if ON_CI else "dev"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """matplotlib builds its font cache on first use by running ``fc-list``: build it here,
+    before any test, so that on a fresh machine the first plot in the fast tier is not a
+    "started a process" failure (the guard below; a newer matplotlib made every report
+    test fail that way on a fresh clone)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.font_manager  # noqa: F401
+    except ImportError:
+        pass
+
+
 # ---- marking ----------------------------------------------------------------------------
 
 
