@@ -59,8 +59,9 @@ def job_argv(seconds: float) -> list[str]:
 
 def run(
     state: str, quantum: float, jobs: int, seconds: float, nodes: int, out: Path
-) -> list[float]:
-    """``jobs`` jobs together under gang; each one's rank 0 barriers per second."""
+) -> tuple[list[float], dict[str, Any]]:
+    """``jobs`` jobs together under gang: each one's rank 0 barriers per second, and
+    the controller's counts of quanta it did not keep (issue 32 item 2: none missed)."""
     with controller(state, "gang", quantum, out) as c:
         ids = [
             harness_jobs.submit(c, f"eff-{k}", nodes, job_argv(seconds), estimate=4 * seconds)
@@ -73,7 +74,10 @@ def run(
             if recs[j]["state"] != "done" or rate <= 0:
                 raise LiveError(f"job {j} ended {recs[j]['state']} (rate {rate})")
             rates.append(rate)
-        return rates
+        st = c.request("status")
+        kept = {k: st.get(k) for k in ("switch_mode", "timed_quanta", "late_plans",
+                                       "missed_boundaries", "failed_commands")}  # fmt: skip
+        return rates, kept
 
 
 def main() -> int:
@@ -99,9 +103,10 @@ def main() -> int:
                 pair: dict[str, Any] = {"pair": k + 1, "order": list(order)}
                 for kind in order:
                     t0 = time.monotonic()
-                    rates = run(info["state"], a.quantum, 1 if kind == "dedicated" else 2,
-                                a.seconds, a.nodes, run_dir / f"{k}-{kind}")  # fmt: skip
+                    rates, kept = run(info["state"], a.quantum, 1 if kind == "dedicated" else 2,
+                                      a.seconds, a.nodes, run_dir / f"{k}-{kind}")  # fmt: skip
                     pair[kind] = rates
+                    pair[f"{kind}_quanta"] = kept
                     pair[f"{kind}_wall_s"] = time.monotonic() - t0
                 pair["ratio"] = sum(pair["gang"]) / pair["dedicated"][0]
                 pair["load"] = os.getloadavg()[0]
@@ -111,6 +116,11 @@ def main() -> int:
                       f"{' + '.join(f'{r:.2f}' for r in pair['gang'])} = "
                       f"{sum(pair['gang']):.2f}; two together / one alone {pair['ratio']:.3f}; "
                       f"load average {pair['load']:.2f}", flush=True)  # fmt: skip
+                g = pair["gang_quanta"]
+                print(f"  gang run: {g['switch_mode']}, {g['timed_quanta']} timed quanta, "
+                      f"{g['late_plans']} late plans, {g['missed_boundaries']} missed "
+                      f"boundaries, {g['failed_commands']} failed commands",
+                      flush=True)  # fmt: skip
     except LiveError as e:
         print(f"gang_efficiency: {e}", file=sys.stderr)
         return 2
@@ -120,6 +130,13 @@ def main() -> int:
     print(f"\ntwo jobs together / one alone over {len(ratios)} interleaved pairs: mean "
           f"{statistics.fmean(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}, "
           f"sd {sd:.3f}; dedicated rate {min(ded):.2f}-{max(ded):.2f} barriers/s")  # fmt: skip
+    missed = sum(int(p["gang_quanta"]["missed_boundaries"] or 0) for p in rows)
+    late = sum(int(p["gang_quanta"]["late_plans"] or 0) for p in rows)
+    print(
+        f"gang runs: {missed} quantum boundaries missed, {late} plans late "
+        f"(issue 32 target at 10 ms quanta: mean >= 0.970, none missed: "
+        f"{'met' if statistics.fmean(ratios) >= 0.97 and missed == 0 else 'not met'})"
+    )
     if a.out is not None:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         doc = {"quantum": a.quantum, "seconds": a.seconds, "nodes": a.nodes, "pairs": rows}
