@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.font_manager  # noqa: F401
+        import matplotlib.font_manager
     except ImportError:
         pass
 

@@ -59,6 +59,8 @@ RECORD_PATH = "/run/cosched/host-cgroup-v2only.json"
 # 0.1-0.3 s in most switches here, but once (load average 9, right after another test
 # had used the v1 hierarchies) cpu and cpuset had not arrived after 2 s; it polls.
 SETTLE_S = 30.0
+# A hierarchy in use for a moment (a process reading its files) is retried this long
+BUSY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -206,8 +208,46 @@ def _run(argv: list[str]) -> str | None:
     return (r.stderr or r.stdout).strip().replace("\n", " ") or f"exit status {r.returncode}"
 
 
-def _umount(m: V1Mount) -> str | None:
-    return _run(["umount", m.mountpoint])
+def _umount(m: V1Mount, busy_s: float = BUSY_S) -> str | None:
+    """Unmount ``m``; a mount that is busy (a process's open file or working directory in
+    it, a mount on top of it) is retried for ``busy_s``, then its users are named."""
+    deadline = time.monotonic() + busy_s
+    while (err := _run(["umount", m.mountpoint])) is not None and "busy" in err:
+        if time.monotonic() > deadline:
+            return f"{err} {_users(m.mountpoint)}"
+        time.sleep(0.1)
+    return err
+
+
+def _users(mountpoint: str) -> str:
+    """What keeps ``mountpoint`` busy: mounts below it and processes whose working
+    directory, root or open files lie in it (as fuser -m would list them)."""
+    inside = mountpoint.rstrip("/") + "/"
+    subs = []
+    with contextlib.suppress(OSError):
+        for line in _read("/proc/self/mountinfo").splitlines():
+            target = line.split()[4]
+            if target.startswith(inside):
+                subs.append(target)
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        links = [f"/proc/{entry}/cwd", f"/proc/{entry}/root"]
+        with contextlib.suppress(OSError):
+            links += [f"/proc/{entry}/fd/{fd}" for fd in os.listdir(f"/proc/{entry}/fd")]
+        for link in links:
+            with contextlib.suppress(OSError):
+                target = os.readlink(link)
+                if target == mountpoint or target.startswith(inside):
+                    with contextlib.suppress(OSError):
+                        entry += " " + _read(f"/proc/{entry}/comm").strip()
+                    pids.append(f"{entry} ({target})")
+                    break
+    return (
+        f"[mounts below it: {', '.join(subs[:5]) or 'none'}; "
+        f"processes in it: {', '.join(pids[:5]) or 'none'}]"
+    )
 
 
 def _mount(m: V1Mount) -> str | None:

@@ -104,7 +104,13 @@ def footprint() -> dict[str, set[str]]:
     with IPRoute() as ipr:
         links = {str(x.get_attr("IFLA_IFNAME")) for x in ipr.get_links()}
     with open("/proc/self/mounts", encoding="utf-8") as f:
-        mounts = {" ".join(ln.split()[:3]) for ln in f.read().splitlines()}
+        # iproute2 and pyroute2 bind-mount /run/netns on itself when the host's first
+        # named namespace is made, and leave it: a fresh host's first netns is not a trace
+        mounts = {
+            " ".join(ln.split()[:3])
+            for ln in f.read().splitlines()
+            if ln.split()[1:2] not in (["/run/netns"], ["/var/run/netns"])
+        }
     v1, unified = cgroup_mounts()
     groups: set[str] = set()
     for m in {*v1.values(), *([unified] if unified else [])}:

@@ -109,3 +109,31 @@ def test_groups_removed_but_not_yet_freed_hold_the_unmount_back() -> None:
     assert v2only.not_yet_freed(v2only.V1Mount("/c/cpu", "rw,cpu", ("cpu",)), counts) == 0
     both = v2only.V1Mount("/c/cpu,cpuacct", "rw,cpu,cpuacct", ("cpu", "cpuacct"))
     assert v2only.not_yet_freed(both, counts) == 0
+
+
+def test_a_busy_unmount_is_retried_and_then_names_its_users(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = v2only.V1Mount("/sys/fs/cgroup/cpu", "rw,cpu", ("cpu",))
+    answers = ["umount: /sys/fs/cgroup/cpu: target is busy.", "umount: ... target is busy.", None]
+    calls: list[list[str]] = []
+
+    def run(argv: list[str]) -> str | None:
+        calls.append(argv)
+        return answers.pop(0)
+
+    monkeypatch.setattr(v2only, "_run", run)
+    monkeypatch.setattr(v2only.time, "sleep", lambda s: None)
+    assert v2only._umount(m) is None
+    assert calls == [["umount", "/sys/fs/cgroup/cpu"]] * 3
+
+    # still busy when the time is up: the complaint names who holds it
+    monkeypatch.setattr(v2only, "_run", lambda argv: "umount: target is busy.")
+    monkeypatch.setattr(v2only, "_users", lambda mp: f"[users of {mp}]")
+    err = v2only._umount(m, busy_s=0.0)
+    assert err == "umount: target is busy. [users of /sys/fs/cgroup/cpu]"
+
+    # any other failure is not retried
+    calls.clear()
+    monkeypatch.setattr(v2only, "_run", lambda argv: calls.append(argv) or "not mounted")
+    assert v2only._umount(m) == "not mounted" and len(calls) == 1
