@@ -34,6 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from apps.presets import gcomp_for, preset  # noqa: E402
+from apps.synthetic import ns_per_iteration  # noqa: E402
 from testbed.experiment.harness import LiveError  # noqa: E402
 from testbed.experiment.harness import jobs as harness_jobs  # noqa: E402
 from testbed.experiment.harness.cluster import local_cluster, require_root  # noqa: E402
@@ -52,19 +54,33 @@ class Settings:
     cgroup: str = "auto"
 
 
-def job_argv(seconds: float) -> list[str]:
-    return [sys.executable, "-m", "apps.synthetic", "--preset", "compute",
-            "--duration", f"{seconds:g}", "--connect-timeout", "60"]  # fmt: skip
+def job_argv(seconds: float, gcomp: int) -> list[str]:
+    return [sys.executable, "-m", "apps.synthetic", "--preset", "compute", "--gcomp",
+            str(gcomp), "--duration", f"{seconds:g}", "--connect-timeout", "60"]  # fmt: skip
+
+
+def compute_gcomp() -> int:
+    """The compute preset's iterations per barrier, measured once here, before the cluster.
+
+    Every job gets this count: a job left to time its own loop at start-up times it
+    while it is being switched, and at 10 ms quanta most of its three 200,000-iteration
+    trials span a frozen slot, so it measured its loop about twice as slow, did half the
+    work per barrier, and two jobs together came out at 1.7x one alone (measured,
+    2026-11-27; a job alone is never frozen and times its loop right).
+    """
+    return gcomp_for(preset("compute").compute_s, ns_per_iteration())
 
 
 def run(
-    state: str, quantum: float, jobs: int, seconds: float, nodes: int, out: Path
+    state: str, quantum: float, jobs: int, seconds: float, nodes: int, out: Path, gcomp: int
 ) -> tuple[list[float], dict[str, Any]]:
     """``jobs`` jobs together under gang: each one's rank 0 barriers per second, and
     the controller's counts of quanta it did not keep (issue 32 item 2: none missed)."""
     with controller(state, "gang", quantum, out) as c:
         ids = [
-            harness_jobs.submit(c, f"eff-{k}", nodes, job_argv(seconds), estimate=4 * seconds)
+            harness_jobs.submit(
+                c, f"eff-{k}", nodes, job_argv(seconds, gcomp), estimate=4 * seconds
+            )
             for k in range(jobs)
         ]
         recs = harness_jobs.wait_ended(c, ids, 20 * seconds + 60, kill=True)
@@ -92,19 +108,22 @@ def main() -> int:
     try:
         require_root("the gang-efficiency benchmark")
         settings = Settings(nodes=a.nodes, cgroup=a.cgroup)
+        gcomp = compute_gcomp()
         rows: list[dict[str, Any]] = []
         run_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"cosched-gang-eff-{os.getpid()}"
         with local_cluster(settings, False, lambda s: print(s, flush=True)) as info:
             print(f"cgroups {info['cgroups']}, cpu {info['cpu']}, gang at {a.quantum:g} s "
-                  f"quanta, {a.seconds:g} s jobs; load average {os.getloadavg()[0]:.2f}",
+                  f"quanta, {a.seconds:g} s jobs of {gcomp} iterations a barrier; "
+                  f"load average {os.getloadavg()[0]:.2f}",
                   flush=True)  # fmt: skip
             for k in range(a.pairs):
                 order = ("dedicated", "gang") if k % 2 == 0 else ("gang", "dedicated")
                 pair: dict[str, Any] = {"pair": k + 1, "order": list(order)}
                 for kind in order:
                     t0 = time.monotonic()
-                    rates, kept = run(info["state"], a.quantum, 1 if kind == "dedicated" else 2,
-                                      a.seconds, a.nodes, run_dir / f"{k}-{kind}")  # fmt: skip
+                    jobs = 1 if kind == "dedicated" else 2
+                    rates, kept = run(info["state"], a.quantum, jobs, a.seconds, a.nodes,
+                                      run_dir / f"{k}-{kind}", gcomp)  # fmt: skip
                     pair[kind] = rates
                     pair[f"{kind}_quanta"] = kept
                     pair[f"{kind}_wall_s"] = time.monotonic() - t0
