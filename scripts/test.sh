@@ -37,7 +37,17 @@ v2only_stage() {
     # hierarchies are back). The trap gives v1 back however the stage ends.
     echo "== cgroup-v2-only stage: cosched host cgroups v2-only"
     trap '"$bin/cosched" clean; "$bin/cosched" host cgroups restore' EXIT
-    "$bin/cosched" host cgroups v2-only
+    local why swrc=0
+    why=$("$bin/cosched" host cgroups v2-only 2>&1) || swrc=$?
+    echo "$why"
+    if [ "$swrc" = 3 ] && "$bin/python" -c 'import sys; from tests.support.allowed_skips import allowed; sys.exit(not allowed(sys.argv[1], "v2only"))' "$why"; then
+        # Exit 3: the hierarchies are held by a process this host cannot look into (some
+        # machines of this kind, from their PID 1); allowed by name, said loudly.
+        trap - EXIT
+        echo "== SKIPPED: the cgroup-v2-only stage cannot run on this host (allowed: tests/support/allowed_skips.py)"
+        return 0
+    fi
+    [ "$swrc" = 0 ] || return "$swrc"
     "$bin/cosched" host cgroups status
     local rc=0
     COSCHED_TEST_STAGE=v2only "$bin/pytest" -q --timeout=600 $durations -m v2only tests || rc=$?

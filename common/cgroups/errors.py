@@ -13,6 +13,14 @@ class CgroupSetupError(CgroupError):
     """The host's cgroups cannot give cosched what it needs; nothing was created."""
 
 
+class HierarchyHeld(CgroupSetupError):
+    """A v1 hierarchy stays busy and nothing this host can see holds it (a process whose
+    descriptors it may not read: a sandbox's PID 1). Exit status 3, so a script can tell
+    "this host cannot be switched" from a failure."""
+
+    exit_code = 3
+
+
 class FreezeError(CgroupError):
     """A freeze was not confirmed in time; the group was thawed back.
 

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from common.cgroups.errors import CgroupSetupError
+from common.cgroups.errors import CgroupSetupError, HierarchyHeld
 
 # v1 controllers that cgroup2 takes over once unmounted (blkio is cgroup2's io;
 # cpuacct and freezer have no cgroup2 controller: cpu.stat and cgroup.freeze are core).
@@ -214,14 +214,24 @@ def _umount(m: V1Mount, busy_s: float = BUSY_S) -> str | None:
     deadline = time.monotonic() + busy_s
     while (err := _run(["umount", m.mountpoint])) is not None and "busy" in err:
         if time.monotonic() > deadline:
-            return f"{err} {_users(m.mountpoint)}"
+            said, seen = _users(m.mountpoint)
+            if not seen:
+                raise HierarchyHeld(
+                    f"cannot make this host cgroup-v2-only: {m.mountpoint} stays busy and "
+                    f"nothing here holds it {said}",
+                    fix="a process this host cannot look into holds the v1 hierarchies; "
+                    "use a cgroup-v2-only host (systemd.unified_cgroup_hierarchy=1)",
+                )
+            return f"{err} {said}"
         time.sleep(0.1)
     return err
 
 
-def _users(mountpoint: str) -> str:
-    """What keeps ``mountpoint`` busy: mounts below it and processes whose working
-    directory, root or open files lie in it (as fuser -m would list them)."""
+def _users(mountpoint: str) -> tuple[str, bool]:
+    """What keeps ``mountpoint`` busy, as fuser -m would list it: mounts below it and
+    processes whose working directory, root or open files lie in it; also the processes
+    whose descriptors may not be read (root included: a sandbox's PID 1). The second
+    value: whether any mount or process was seen holding it."""
     inside = mountpoint.rstrip("/") + "/"
     subs = []
     with contextlib.suppress(OSError):
@@ -229,25 +239,44 @@ def _users(mountpoint: str) -> str:
             target = line.split()[4]
             if target.startswith(inside):
                 subs.append(target)
-    pids = []
+    pids, hidden = [], []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         links = [f"/proc/{entry}/cwd", f"/proc/{entry}/root"]
-        with contextlib.suppress(OSError):
+        try:
             links += [f"/proc/{entry}/fd/{fd}" for fd in os.listdir(f"/proc/{entry}/fd")]
+        except PermissionError:
+            hidden.append(entry)
+        except OSError:
+            continue
         for link in links:
-            with contextlib.suppress(OSError):
+            try:
                 target = os.readlink(link)
-                if target == mountpoint or target.startswith(inside):
-                    with contextlib.suppress(OSError):
-                        entry += " " + _read(f"/proc/{entry}/comm").strip()
-                    pids.append(f"{entry} ({target})")
-                    break
-    return (
+            except PermissionError:
+                if entry not in hidden:
+                    hidden.append(entry)
+                continue
+            except OSError:
+                continue
+            if target == mountpoint or target.startswith(inside):
+                pids.append(f"{entry} {_comm(entry)} ({target})")
+                break
+    said = (
         f"[mounts below it: {', '.join(subs[:5]) or 'none'}; "
-        f"processes in it: {', '.join(pids[:5]) or 'none'}]"
-    )
+        f"processes in it: {', '.join(pids[:5]) or 'none'}"
+        + (f"; descriptors not readable: {', '.join(f'{p} {_comm(p)}' for p in hidden[:5])}"
+           if hidden else "")
+        + "]"
+    )  # fmt: skip
+    return said, bool(subs or pids)
+
+
+def _comm(pid: str) -> str:
+    try:
+        return _read(f"/proc/{pid}/comm").strip()
+    except OSError:
+        return "?"
 
 
 def _mount(m: V1Mount) -> str | None:

@@ -29,6 +29,18 @@ ALLOWED: tuple[tuple[str, str, str], ...] = (
         "no v1 hierarchy in the v2-only stage: the hybrid stage ran it on v1",
     ),
     (
+        r"stays busy and nothing here holds it",
+        "hybrid",
+        "some machines of this kind hold every v1 hierarchy from their PID 1 (descriptors "
+        "root may not read): such a host cannot be made cgroup-v2-only, so the systemd "
+        "nodes cannot boot; scripts/test.sh skips the v2-only stage for the same reason",
+    ),
+    (
+        r"stays busy and nothing here holds it",
+        "v2only",
+        "the v2-only stage itself, on a host that cannot be switched (scripts/test.sh)",
+    ),
+    (
         r"shared traces not found at ",
         "hybrid",
         "the public KTH and Lublin traces live beside the repository (../shared/traces), "

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from common.cgroups import v2only
-from common.cgroups.errors import CgroupSetupError
+from common.cgroups.errors import CgroupSetupError, HierarchyHeld
 
 HYBRID = """\
 tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
@@ -129,9 +129,15 @@ def test_a_busy_unmount_is_retried_and_then_names_its_users(
 
     # still busy when the time is up: the complaint names who holds it
     monkeypatch.setattr(v2only, "_run", lambda argv: "umount: target is busy.")
-    monkeypatch.setattr(v2only, "_users", lambda mp: f"[users of {mp}]")
+    monkeypatch.setattr(v2only, "_users", lambda mp: (f"[users of {mp}]", True))
     err = v2only._umount(m, busy_s=0.0)
     assert err == "umount: target is busy. [users of /sys/fs/cgroup/cpu]"
+
+    # busy, and nothing this host can see holds it: "cannot be switched", exit status 3
+    monkeypatch.setattr(v2only, "_users", lambda mp: ("[descriptors not readable: 1]", False))
+    with pytest.raises(HierarchyHeld, match="stays busy and nothing here holds it") as held:
+        v2only._umount(m, busy_s=0.0)
+    assert held.value.exit_code == 3 and isinstance(held.value, CgroupSetupError)
 
     # any other failure is not retried
     calls.clear()
