@@ -34,7 +34,12 @@ DESCRIPTION = (
     "time, fitted linear in n - 1, a job's launch and teardown through the controller, "
     "and a fine-grain job's check of the program model "
     "(testbed/experiment/execmodel/programcal.py). "
-    "--only sizes measures just these and merges them into the existing file."
+    "--only sizes measures just these and merges them into the existing file.\n\n"
+    "--only resident measures the cost of a resident job: one compute job under strict "
+    "gang beside k frozen standby jobs (--resident-ks), its rate against k, blocks in "
+    "shuffled order (--repeats blocks; testbed/experiment/execmodel/residentcal.py), and "
+    "merges [model] resident_cost (the mean at 1 s quanta, 0 if negative) into the "
+    "existing file."
 )
 EXAMPLES = (
     "  sudo cosched calibrate                       # writes experiments/calibration.toml\n"
@@ -42,7 +47,8 @@ EXAMPLES = (
     "  sudo cosched calibrate --quantum 1.0 --out /tmp/cal-q1.toml   # ParPar's quantum\n"
     "  sudo cosched calibrate --nodes 4 --cpus-per-node 0.5 --cpu-mechanism shared\n"
     "  sudo cosched calibrate --only sizes --link fast-ethernet   # barrier, launch, "
-    "teardown at 2, 4, 8"
+    "teardown at 2, 4, 8\n"
+    "  sudo cosched calibrate --only resident --resident-quanta 1,0.1 --resident-record DIR"
 )
 
 
@@ -125,9 +131,27 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument(
         "--only",
-        choices=("all", "sizes"),
+        choices=("all", "sizes", "resident"),
         default="all",
-        help="sizes: only the program's costs by size, merged into the existing --out file",
+        help="sizes: only the program's costs by size; resident: only the cost of a "
+        "resident job; either merged into the existing --out file",
+    )
+    p.add_argument(
+        "--resident-ks",
+        default="0,1,2,4,8",
+        help="--only resident: resident job counts (default %(default)s)",
+    )
+    p.add_argument(
+        "--resident-quanta",
+        default="1",
+        help="--only resident: quanta, s, comma-separated; the model takes 1 s's "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--resident-record",
+        type=Path,
+        default=None,
+        help="--only resident: also write every run to DIR/runs.json",
     )
     p.set_defaults(func=cmd_calibrate)
 
@@ -208,6 +232,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     sigterm_as_interrupt()
     if args.only == "sizes":
         return _sizes_only(cfg, out)
+    if args.only == "resident":
+        return _resident_only(args, out)
     try:
         cal = run_calibration(cfg, reuse_cluster=args.reuse_cluster)
     except LiveError as exc:
@@ -217,6 +243,68 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_toml(cal))
+    except OSError as exc:
+        raise CoschedError(
+            f"cannot write {out}: {exc.strerror}", fix="give a writable --out"
+        ) from None
+    print(f"\nwritten: {out}")
+    return 0
+
+
+def _resident_only(args: argparse.Namespace, out: Path) -> int:
+    """``--only resident``: measure the cost of a resident job, merge it into ``out``."""
+    import json
+    import os
+    from dataclasses import asdict
+
+    from testbed.experiment.execmodel.residentcal import (
+        ResidentConfig,
+        lines,
+        measure,
+        merge_resident,
+        summarise,
+    )
+    from testbed.experiment.harness import LiveError, hostload
+
+    try:
+        ks = tuple(sorted({int(x) for x in args.resident_ks.split(",") if x.strip()}))
+        quanta = tuple(float(x) for x in args.resident_quanta.split(",") if x.strip())
+    except ValueError:
+        raise CalibrateUsageError(
+            "--resident-ks and --resident-quanta: comma-separated numbers, e.g. 0,1,2,4,8 and 1"
+        ) from None
+    if len(ks) < 2 or ks[0] < 0:
+        raise CalibrateUsageError(f"--resident-ks {args.resident_ks}: two or more counts >= 0")
+    if 1.0 not in quanta or any(q < 0.01 for q in quanta):
+        raise CalibrateUsageError(
+            f"--resident-quanta {args.resident_quanta}: include 1 (the model's) and no "
+            "quantum below 0.01 s"
+        )
+    try:
+        existing = out.read_text()
+    except OSError as exc:
+        raise CoschedError(
+            f"--only resident merges into {out}, which cannot be read: {exc.strerror}",
+            fix="run the whole calibration first, or give --out",
+        ) from None
+    cfg = ResidentConfig(
+        link=args.link or "gige", quanta=quanta, ks=ks, blocks=args.repeats,
+        duration=args.duration,
+    )  # fmt: skip
+    try:
+        runs = measure(cfg, Path(f"/tmp/cosched-calibrate-{os.getpid()}"), print)
+    except LiveError as exc:
+        raise CoschedError(str(exc)) from None
+    summary = summarise(runs)
+    host = hostload.host_record()
+    print()
+    print("\n".join(lines(summary)))
+    try:
+        out.write_text(merge_resident(existing, summary, runs, host))
+        if args.resident_record is not None:
+            args.resident_record.mkdir(parents=True, exist_ok=True)
+            doc = {"config": asdict(cfg), "host": host, "runs": runs, "summary": summary}
+            (args.resident_record / "runs.json").write_text(json.dumps(doc, indent=1) + "\n")
     except OSError as exc:
         raise CoschedError(
             f"cannot write {out}: {exc.strerror}", fix="give a writable --out"

@@ -22,6 +22,7 @@ KINDS: dict[str, str] = {
     "paired-trace": "testbed.experiment.pairedtrace",
     "paired-decompose": "testbed.experiment.pairedscale.decompose",
     "paired-capacity": "testbed.experiment.pairedscale.capacity",
+    "paired-resident": "testbed.experiment.pairedscale.resident",
     "sim-vs-live": "testbed.experiment.simvslive",
     "cdc-live": "testbed.experiment.cdc",
     "rajaei-sim": "testbed.experiment.rajaei",

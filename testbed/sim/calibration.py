@@ -28,7 +28,13 @@ file, each switched on by name, :data:`TERMS`):
 * term ``program``: a job's run time from N, G_comp and the barrier cost rather
   than ``runtime = sec`` (needs the barrier figures);
 * term ``device``: each node's I/O device is shared (the jobs' phases carry their
-  device share, measured per job type: ``[measured]``).
+  device share, measured per job type: ``[measured]``);
+* ``resident_cost`` -- the fraction of a node's speed each job placed on it but frozen
+  costs the jobs running there (term ``resident``; ``cosched calibrate --only
+  resident``, testbed/experiment/execmodel/residentcal.py: one compute job under strict
+  gang beside k frozen standby jobs, rate against k). The file holds the measured mean
+  at 1 s quanta, 0 where that mean is negative; docs/paired-fidelity.md "A cost per
+  resident job" says what it came to.
 
 The simulator uses the committed file, ``experiments/calibration.toml``, by
 default (docs/simulator.md, "Calibration"); ``--calibration PATH`` takes
@@ -52,7 +58,8 @@ BUILTIN_INTERFERENCE = (
 )
 BUILTIN_CONTEXT_SWITCH = 0.0
 LAUNCH, OCCUPANCY, BARRIER, PROGRAM, DEVICE = "launch", "occupancy", "barrier", "program", "device"
-TERMS = (LAUNCH, OCCUPANCY, BARRIER, PROGRAM, DEVICE)
+RESIDENT = "resident"
+TERMS = (LAUNCH, OCCUPANCY, BARRIER, PROGRAM, DEVICE, RESIDENT)
 
 
 class CalibrationError(UsageError):
@@ -72,6 +79,7 @@ class Calibration:
     launch_cpu: float | None = None
     teardown: float | None = None
     barrier: BarrierCost | None = None
+    resident_cost: float | None = None
 
     def describe(self, terms: Iterable[str] = ()) -> str:
         """One line for the command's header."""
@@ -84,6 +92,8 @@ class Calibration:
             text += f", launch {self.launch:.2f} s, teardown {self.teardown or 0.0:.2f} s"
         if OCCUPANCY in on:
             text += ", full quanta"
+        if RESIDENT in on and self.resident_cost is not None:
+            text += f", {self.resident_cost * 100:.3f} % per frozen resident job"
         if PROGRAM in on and self.barrier is not None:
             b = self.barrier
             text += f", barrier {b.wall(2) * 1e3:.2f} ms at 2" + (
@@ -147,6 +157,7 @@ def load_calibration(path: str | Path) -> Calibration:
         launch_cpu=number("launch_cpu", 0.0, 1.0 + 1e-9, required=False),
         teardown=number("teardown", 0.0, 600.0, required=False),
         barrier=barrier,
+        resident_cost=number("resident_cost", 0.0, 1.0, required=False),
     )
 
 
@@ -199,6 +210,14 @@ def model_config(
                 "or leave the launch term off",
             )
         launch, teardown, launch_cpu = cal.launch, cal.teardown or 0.0, cal.launch_cpu or 0.0
+    resident = 0.0
+    if RESIDENT in on:
+        if cal.resident_cost is None:
+            raise CalibrationError(
+                f"calibration {cal.source} has no resident_cost",
+                fix="run `sudo cosched calibrate --only resident`, or leave the resident term off",
+            )
+        resident = cal.resident_cost
     return SimConfig(
         nodes=nodes,
         quantum=quantum,
@@ -210,6 +229,7 @@ def model_config(
         teardown=teardown,
         occupancy=FULL if OCCUPANCY in on else EARLY_END,
         device=DEVICE in on,
+        resident_cost=resident,
     )
 
 

@@ -227,6 +227,7 @@ def _run_gang_exact(
     full = cfg.occupancy == FULL
     device = cfg.device or cfg.network
     network = cfg.network
+    resident = cfg.resident_cost
     dev_series: tuple[array[float], array[float], array[float]] | None = None
     if network:
         dev_series = (array("d"), array("d"), array("d"))
@@ -287,6 +288,7 @@ def _run_gang_exact(
         quantum_net = dict.fromkeys(running, 0.0) if network else None
         sizes = {j: live[j].job.size for j in running} if network else {}
         node_jobs = [[j for j in jobs_on if j in live] for jobs_on in plan.node_jobs]
+        factor = _resident_factors(policy, live, node_jobs, resident) if resident else None
         remaining = q_len
         delay = {j: (cs if j not in prev_running else 0.0) + live[j].launch_left for j in running}
         elapsed = 0.0
@@ -310,7 +312,7 @@ def _run_gang_exact(
                 return s.job.net_at(s.done)
 
             rates = gang_rates(
-                ready, demand, interf, io if device else None, net if network else None
+                ready, demand, interf, io if device else None, net if network else None, factor
             )
             step = remaining
             for j in active:
@@ -403,6 +405,25 @@ def _run_gang_exact(
             res.done[state.index] = state.done
         for k in range(i, n):
             res.done[k] = 0.0
+
+
+def _resident_factors(
+    policy: GangPolicy, live: dict[int, _Live], node_jobs: list[list[int]], cost: float
+) -> list[float]:
+    """Each node's share of its speed left by the jobs placed on it and frozen in this
+    quantum: ``max(0, 1 - cost * frozen)`` (SimConfig.resident_cost). A job placed on a
+    node counts there from its placement to its end (teardown included), whether it has
+    run yet or not: it is in the matrix, as on ParPar."""
+    frozen = [0] * policy.nodes
+    for j in live:
+        where = policy.placement(j)
+        if where is None:
+            continue
+        for n in where[1]:
+            frozen[n] += 1
+    for n, jobs in enumerate(node_jobs):
+        frozen[n] -= len(jobs)  # the ones runnable here are not frozen
+    return [max(0.0, 1.0 - cost * max(0, f)) for f in frozen]
 
 
 def _run_gang_fluid(

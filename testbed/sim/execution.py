@@ -32,6 +32,11 @@ Assumptions (documented in docs/simulator.md, issue 2 "Execution model"):
   over-subscribed device is not slowed by it: two disk-bound jobs sharing a disk do not
   slow a compute job beside them, which is the overlap N + 1 gangs count on
   (docs/nplus1.md). ``interference`` applies as above to every process that shares.
+* With a cost per resident job (issue 25; ``node_factor`` given), every process on
+  node ``n`` progresses at ``node_factor[n]`` times the rate above: the engine passes
+  ``1 - resident_cost * f`` for a node holding ``f`` jobs placed on it but frozen in
+  this quantum (testbed/sim/results.py ``SimConfig.resident_cost``; docs/paired-fidelity.md
+  "A cost per resident job"). A gang still progresses at its slowest node's rate.
 """
 
 from __future__ import annotations
@@ -45,12 +50,16 @@ def gang_rates(
     interference: float,
     io: Callable[[int], float] | None = None,
     net: Callable[[int], float] | None = None,
+    node_factor: Sequence[float] | None = None,
 ) -> dict[int, float]:
     """Progress rate of every job runnable somewhere in ``node_jobs``.
 
     ``demand(job_id)`` is the job's CPU utilization in its current phase, ``io(job_id)``
-    its device share, ``net(job_id)`` its network share (None: no such term).
+    its device share, ``net(job_id)`` its network share (None: no such term);
+    ``node_factor[n]`` the share of node ``n``'s speed its resident jobs leave (None: 1).
     """
+    if node_factor is not None:
+        return _with_node_factor(node_jobs, demand, interference, io, net, node_factor)
     rates: dict[int, float] = {}
     share_factor = 1.0 - interference
     # Nodes with the same runnable jobs give the same rates: visit each
@@ -82,6 +91,30 @@ def gang_rates(
             total = max(total, disk)
         r = share_factor if total <= 1.0 else share_factor / total
         for j in jobs:
+            old = rates.get(j)
+            if old is None or r < old:
+                rates[j] = r
+    return rates
+
+
+def _with_node_factor(
+    node_jobs: Sequence[Sequence[int]],
+    demand: Callable[[int], float],
+    interference: float,
+    io: Callable[[int], float] | None,
+    net: Callable[[int], float] | None,
+    node_factor: Sequence[float],
+) -> dict[int, float]:
+    """:func:`gang_rates` node by node, each node's rates times its factor; the minimum over
+    a job's nodes is kept (no shortcut over equal nodes: their factors may differ)."""
+    rates: dict[int, float] = {}
+    for n, jobs in enumerate(node_jobs):
+        if not jobs:
+            continue
+        node = gang_rates([jobs], demand, interference, io, net)
+        f = node_factor[n]
+        for j, r in node.items():
+            r *= f
             old = rates.get(j)
             if old is None or r < old:
                 rates[j] = r

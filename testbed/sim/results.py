@@ -39,7 +39,13 @@ class SimConfig:
       ``net`` shares), each job slowed by the most over-subscribed device it uses
       (issue 31's three-device rule, testbed/sim/execution.py), and the policy is fed
       each job's demand on every device (``GangPolicy.observe_devices``). Implies
-      ``device``. Exact mode only.
+      ``device``. Exact mode only;
+    * ``resident_cost`` -- the fraction of a node's speed each job placed on it but
+      frozen in the quantum costs the jobs that run there (a machine holding many jobs
+      runs each slower: the agent's per-job work each quantum, memory; issue 25,
+      docs/paired-fidelity.md "A cost per resident job"). The running jobs' rates on a
+      node with ``f`` frozen residents are multiplied by ``max(0, 1 - resident_cost *
+      f)`` (testbed/sim/execution.py). Exact mode only; 0 switches it off.
     """
 
     nodes: int
@@ -53,6 +59,7 @@ class SimConfig:
     occupancy: str = "early-end"
     device: bool = False
     network: bool = False
+    resident_cost: float = 0.0
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -75,12 +82,19 @@ class SimConfig:
             raise ValueError(
                 f"occupancy must be one of {', '.join(OCCUPANCIES)}, got {self.occupancy!r}"
             )
+        if not 0 <= self.resident_cost < 1:
+            raise ValueError(f"resident_cost must be in [0, 1), got {self.resident_cost}")
         if self.mode == "fluid" and (
-            self.launch or self.teardown or self.occupancy == FULL or self.device or self.network
+            self.launch
+            or self.teardown
+            or self.occupancy == FULL
+            or self.device
+            or self.network
+            or self.resident_cost
         ):
             raise ValueError(
-                "fluid mode has no launch, teardown, full-quantum occupancy or device "
-                "(its rounds are not quanta); use mode exact"
+                "fluid mode has no launch, teardown, full-quantum occupancy, device or "
+                "resident cost (its rounds are not quanta); use mode exact"
             )
 
     @property

@@ -869,6 +869,7 @@ MODEL_COMMENTS = {
     "barrier_wall_per_rank": "seconds per added process",
     "barrier_cpu_base": "c(n), CPU seconds a process spends per barrier",
     "barrier_cpu_per_rank": "CPU seconds per added process",
+    "resident_cost": "speed lost per frozen resident job, 1 s quanta ([measured.resident])",
 }
 
 

@@ -21,10 +21,10 @@ TERMINAL = frozenset({"done", "failed", "killed"})
 
 def submit(
     client: Any, name: str, size: int, argv: Sequence[str], *, estimate: float | None = None,
-    cwd: Path | None = REPO,
+    cwd: Path | None = REPO, job_class: str = "production",
 ) -> int:  # fmt: skip
-    """Submit one production job; its id."""
-    spec: dict[str, Any] = {"name": name, "size": size, "argv": list(argv), "class": "production"}
+    """Submit one job (class ``job_class``, docs/controller.md "Job classes"); its id."""
+    spec: dict[str, Any] = {"name": name, "size": size, "argv": list(argv), "class": job_class}
     if cwd is not None:
         spec["cwd"] = str(cwd)
     if estimate is not None:

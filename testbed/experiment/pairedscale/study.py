@@ -301,7 +301,7 @@ def exponential_runtimes(jobs: Sequence[Any], seed: int) -> list[Any]:
 def sim_config(params: Mapping[str, Any]) -> SimConfig:
     """A run's simulator configuration: the measured model (``params["model"]``) with the
     launch and occupancy terms on only if ``params["terms"]`` names them."""
-    from testbed.sim.calibration import LAUNCH, OCCUPANCY
+    from testbed.sim.calibration import LAUNCH, OCCUPANCY, RESIDENT
     from testbed.sim.results import EARLY_END, FULL, SimConfig
 
     terms = set(params["terms"])
@@ -316,6 +316,7 @@ def sim_config(params: Mapping[str, Any]) -> SimConfig:
         launch_cpu=float(cal["launch_cpu"]) if on else 0.0,
         teardown=float(cal["teardown"]) if on else 0.0,
         occupancy=FULL if OCCUPANCY in terms else EARLY_END,
+        resident_cost=float(cal.get("resident_cost") or 0.0) if RESIDENT in terms else 0.0,
     )
 
 
@@ -395,6 +396,8 @@ def model_figures(spec: StudySpec) -> dict[str, Any]:
         "launch": cal.launch or 0.0,
         "launch_cpu": cal.launch_cpu or 0.0,
         "teardown": cal.teardown or 0.0,
+        # only where measured, so runs without the term keep the parameters they had
+        **({} if cal.resident_cost is None else {"resident_cost": cal.resident_cost}),
         "barrier": None
         if b is None
         else {

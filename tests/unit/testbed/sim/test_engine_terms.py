@@ -248,3 +248,53 @@ def test_until_stops_and_reports_progress() -> None:
     assert all(math.isnan(e) for e in res.end)
     with pytest.raises(ValueError, match="exact"):
         simulate(jobs, OneSlotEach(1), SimConfig(nodes=1, mode="fluid"), until=4.0)
+
+
+# ---------------------------------------------------------------- resident jobs
+
+
+def test_frozen_resident_jobs_slow_the_running_one() -> None:
+    # Strict gang, 2 nodes, three 2-node jobs of 4 s in their own rows from t = 0, 1 s
+    # quanta, cost 0.1 per frozen resident job. While all three are placed, each quantum
+    # runs one with two frozen beside it: rate 1 - 0.1 x 2 = 0.8. After 12 quanta each
+    # has done 3.2 s; quantum 12 finishes job 1 (t = 13). Then one frozen resident: job 2
+    # needs 0.8 s at 0.9 (t = 13 + 0.8 / 0.9, the quantum ends early); then job 3 alone
+    # at rate 1 needs 0.8 s more.
+    from controller.policies.registry import lookup, make_policy, parse_params
+
+    jobs = [SimJob(i, 0.0, 2, 4.0, 4.0) for i in (1, 2, 3)]
+
+    def ends(cost: float) -> list[float]:
+        pol = make_policy("gang", 2, parse_params(lookup("gang"), {}))
+        cfg = SimConfig(nodes=2, quantum=1.0, interference=0.0, resident_cost=cost)
+        return list(simulate(jobs, pol, cfg).end)
+
+    assert ends(0.0) == pytest.approx([10.0, 11.0, 12.0])
+    assert ends(0.1) == pytest.approx([13.0, 13.0 + 0.8 / 0.9, 13.0 + 0.8 / 0.9 + 0.8])
+
+
+def test_resident_cost_is_per_node_and_the_gang_takes_its_slowest_node() -> None:
+    from testbed.sim.execution import gang_rates
+
+    # job 1 on nodes 0-1; node 1 also runs job 2 (40 % + 40 %: no CPU sharing); node 0
+    # has a factor 0.7 (three frozen residents at 0.1), node 1 0.9
+    rates = gang_rates([[1], [1, 2]], lambda j: 0.4, 0.0, node_factor=[0.7, 0.9])
+    assert rates == {1: pytest.approx(0.7), 2: pytest.approx(0.9)}
+    # factor 1 everywhere is the model without the term
+    assert gang_rates([[1], [1, 2]], lambda j: 0.6, 0.1, node_factor=[1.0, 1.0]) == gang_rates(
+        [[1], [1, 2]], lambda j: 0.6, 0.1
+    )
+
+
+def test_resident_cost_from_the_calibration_and_its_bounds(tmp_path: Path) -> None:
+    cal = load_calibration(_cal_file(tmp_path, "resident_cost = 0.004\n"))
+    assert model_config(cal, {"resident"}, nodes=2, quantum=1.0).resident_cost == 0.004
+    assert model_config(cal, set(), nodes=2, quantum=1.0).resident_cost == 0.0
+    with pytest.raises(CalibrationError, match="no resident_cost"):
+        model_config(load_calibration(_cal_file(tmp_path)), {"resident"}, nodes=2, quantum=1.0)
+    with pytest.raises(CalibrationError, match="resident_cost"):
+        load_calibration(_cal_file(tmp_path, "resident_cost = 1.5\n"))
+    with pytest.raises(ValueError, match="resident_cost"):
+        SimConfig(nodes=2, resident_cost=-0.1)
+    with pytest.raises(ValueError, match="fluid"):
+        SimConfig(nodes=2, mode="fluid", resident_cost=0.01)
