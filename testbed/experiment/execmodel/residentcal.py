@@ -283,7 +283,7 @@ def run_one(
         try:
             deadline = time.monotonic() + cfg.warm_timeout
             warm = _cpu(c, residents)
-            while residents and min(warm.values(), default=0.0) < cfg.warm_cpu:
+            while residents and min(warm.get(j, 0.0) for j in residents) < cfg.warm_cpu:
                 if time.monotonic() > deadline:
                     raise LiveError(
                         f"residents did not reach {cfg.warm_cpu:g} CPU s within "
