@@ -295,8 +295,9 @@ def run_one(
             load = os.getloadavg()[0]
             jid = hj.submit(c, "measured", cfg.nodes, compute_argv(cfg.duration),
                             estimate=4 * cfg.duration)  # fmt: skip
-            # the residents' CPU from the measured job's start to its last poll while
-            # running: frozen, it should not move
+            # the residents' CPU from the measured job's first charged quantum to its last
+            # poll while running: frozen, it should not move (from the job's launch
+            # instead, the window took in the residents' last quantum, acked after it)
             first: dict[int, float] | None = None
             last: dict[int, float] = {}
             end = time.monotonic() + 10 * cfg.duration + 60
@@ -309,7 +310,7 @@ def run_one(
                     with contextlib.suppress(ControllerError, OSError):
                         c.request("kill", job_id=jid)
                     raise LiveError(f"the measured job did not end within {end:g} s")
-                if recs[jid].get("start_time") is not None and residents:
+                if float(recs[jid].get("cpu_s") or 0.0) > 0 and residents:
                     now_cpu = {j: float(recs[j].get("cpu_s") or 0.0) for j in residents}
                     if first is None:
                         first = now_cpu
