@@ -34,11 +34,13 @@ multiples, costs``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed.experiment.fields import Table
@@ -128,7 +130,10 @@ def run_one(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
 def measured_cost() -> tuple[float, str]:
     """The calibration's resident cost (0 where it has none) and the file it came from."""
     model = model_figures(load_study(REPO / SPEC))
-    return float(model.get("resident_cost") or 0.0), str(model["source"])
+    source = Path(str(model["source"]))
+    with contextlib.suppress(ValueError):
+        source = source.resolve().relative_to(REPO)  # the same in every checkout
+    return float(model.get("resident_cost") or 0.0), str(source)
 
 
 def plan(spec: Mapping[str, Any]) -> list[RunSpec]:
