@@ -291,7 +291,23 @@ def markdown(data: Mapping[str, Any]) -> str:
         g = {s: a[s] / b[s] for s in a if s in b}
         growth.append(f"{c * 100:.4g} %: {_est(g).text('{:.2f}')}")
     lines += [f"* ratio at {hi:g} ÷ ratio at {lo:g}: " + "; ".join(growth), ""]
+    lines += [f"Strict gang at load {hi:g}, seed by seed: jobs in the system at the last "
+              "arrival / drain after it in hours (— where jobs were left unfinished):", "",
+              "| cost per resident job | " + " | ".join(f"seed {s}" for s in meta["seeds"])
+              + " |", "|---|" + "---|" * len(meta["seeds"])]  # fmt: skip
+    for c in costs:
+        m = {"policy": "gang", "load": hi, "cost": c}
+        jl = _by_seed(rows, "in_system_at_last_arrival", **m)
+        dr = _by_seed(rows, "drain_h", **m)
+        cells = [
+            f"{jl[s]:.0f} / " + ("—" if math.isnan(dr.get(s, math.nan)) else f"{dr[s]:.2f}")
+            if s in jl
+            else "—"
+            for s in meta["seeds"]
+        ]
+        lines.append(f"| {c * 100:.4g} % | " + " | ".join(cells) + " |")
     lines += [
+        "",
         f"{meta['runs']} simulations, {meta['wall_seconds']:g} s through the sweep executor, "
         f"{meta['date']}.",
         "",
