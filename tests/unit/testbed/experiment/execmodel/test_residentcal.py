@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ def test_every_block_runs_each_k_once_in_its_own_order() -> None:
 def test_cost_is_minus_slope_over_intercept() -> None:
     # rate = 20 (1 - 0.01 k): a = 20, cost 1 % per resident job
     a, cost = fit_block({k: 20.0 * (1 - 0.01 * k) for k in (0, 1, 2, 4, 8)})
-    assert (a, cost) == (pytest.approx(20.0), pytest.approx(0.01))
+    assert a == pytest.approx(20.0) and cost == pytest.approx(0.01)
     # least squares over all k: the noise at k = 1 and 4 cancels in the slope, and the
     # intercept is the mean, not rate(0)
     a, cost = fit_block({0: 20.0, 1: 20.5, 2: 20.0, 4: 21.0, 8: 20.0})
@@ -41,7 +42,7 @@ def test_cost_is_minus_slope_over_intercept() -> None:
         fit_block({4: 20.0})
 
 
-def _runs(costs: list[float]) -> list[dict]:
+def _runs(costs: list[float]) -> list[dict[str, Any]]:
     return [
         {"quantum": 1.0, "block": b, "k": k, "rate": 20.0 * (1 - c * k), "loadavg": 1.0 + b,
          "other_cores": 0.1, "resident_cpu_during_s": 0.0}

@@ -24,7 +24,7 @@ def test_resident_costs_run_are_zero_measured_multiples_and_absolute() -> None:
 
 def test_unfinished_jobs_respond_at_the_stop() -> None:
     mean, left = resident.mean_response_until([0.0, 10.0], [5.0, float("nan")], 30.0)
-    assert (mean, left) == (pytest.approx((5.0 + 20.0) / 2), 1)
+    assert mean == pytest.approx((5.0 + 20.0) / 2) and left == 1
 
 
 def test_the_resident_spec_and_its_quick_variant(tmp_path: Path) -> None:
