@@ -341,7 +341,12 @@ def switch_to_v2(record_path: str = RECORD_PATH) -> SwitchRecord:
                 "perhaps a zombie, still belongs to one); unmounted now it would live on",
                 fix="wait for (or reap) what ran in it, then retry",
             )
-        err = _umount(m)
+        try:
+            err = _umount(m)
+        except HierarchyHeld:
+            _give_back(done, unified)
+            _remove_record(record_path)
+            raise
         if err is not None:
             _give_back(done, unified)
             _remove_record(record_path)

@@ -143,3 +143,31 @@ def test_a_busy_unmount_is_retried_and_then_names_its_users(
     calls.clear()
     monkeypatch.setattr(v2only, "_run", lambda argv: calls.append(argv) or "not mounted")
     assert v2only._umount(m) == "not mounted" and len(calls) == 1
+
+
+def test_a_held_hierarchy_leaves_no_record_and_mounts_back_what_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "host-cgroup-v2only.json"
+    monkeypatch.setattr(v2only.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(v2only, "_mounts", lambda: HYBRID)
+    monkeypatch.setattr(v2only, "_children", lambda mp: [])
+    monkeypatch.setattr(v2only, "_wait_freed", lambda m: None)
+    unmounted: list[str] = []
+
+    def umount(m: v2only.V1Mount, busy_s: float = 0.0) -> str | None:
+        if m.mountpoint.endswith("/cpuacct"):
+            raise HierarchyHeld("held")
+        unmounted.append(m.mountpoint)
+        return None
+
+    given_back: list[list[str]] = []
+    monkeypatch.setattr(v2only, "_umount", umount)
+    monkeypatch.setattr(
+        v2only, "_give_back", lambda ms, unified: given_back.append([m.mountpoint for m in ms])
+    )
+    with pytest.raises(HierarchyHeld):
+        v2only.switch_to_v2(str(record))
+    assert unmounted == ["/sys/fs/cgroup/cpu"]
+    assert given_back == [["/sys/fs/cgroup/cpu"]]
+    assert not record.exists()
