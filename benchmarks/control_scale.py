@@ -308,9 +308,14 @@ def main() -> int:
     print("others ms = CPU of the emulated host and the relays per quantum (what bounds the acks")
     print("on one host: they share its cores with the controller).")
     print()
-    print("growth with N (least-squares slope of log figure vs log N; 1 = linear):")
+    print("growth with N (least-squares slope of log figure vs log N; 1 = linear), over the")
+    print("rows where every command was acked (a row with failed commands measures how the")
+    print("controller handles failures on an overloaded host, not how it grows):")
     for group in dict.fromkeys(growth_group(r) for r in rows):
-        mine = [r for r in rows if growth_group(r) == group]
+        mine = [r for r in rows if growth_group(r) == group and not r["failed"]]
+        left = [r["n"] for r in rows if growth_group(r) == group and r["failed"]]
+        if left:
+            print(f"  {group}: left out N = {', '.join(map(str, left))} (failed commands)")
         if len(mine) < 2:
             continue
         ns = [r["n"] for r in mine]
