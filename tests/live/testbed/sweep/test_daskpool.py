@@ -1,7 +1,8 @@
 """Sweeps on a real Dask cluster (a LocalCluster of two one-thread worker processes):
 the same results as the local process pool, dead workers, addresses that are not a scheduler.
 
-No root and no kernel state: the scheduler and workers are ordinary local processes.
+No root and no kernel state: the scheduler and workers are ordinary local processes, so
+the module is in the live tier (two workers), not the root tier (one test at a time).
 """
 
 from __future__ import annotations
