@@ -212,7 +212,13 @@ def test_dhc_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
 @pytest.mark.timeout(600)
 def test_rajaei_live_quick_variant(root_cluster_env: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    spec = REPO / "experiments" / "rajaei-live.toml"
+    # rate probes of 100 barriers, not 400 (about 0.75 s of the compute preset's loop, not
+    # 3 s, each of the four): the rate is rank 0's own over its loop, start-up apart
+    spec = _spec(
+        tmp_path,
+        "rajaei-live.toml",
+        ("drain_timeout = 60.0", "drain_timeout = 60.0\nprobe_barriers = 100"),
+    )
     assert main(["experiment", "run", str(spec), "--quick", "--out", str(out)]) == 0
     res = pipeline.read(out / "results.json")
     assert res.kind == "rajaei-live" and res.made.command.endswith("--quick --out " + str(out))

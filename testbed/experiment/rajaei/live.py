@@ -79,6 +79,7 @@ class LiveSpec:
     comm_gcomp: int = 10_000
     comm_bytes: int = 4096
     rate_seconds: float = 2.0
+    probe_barriers: int = 400  # each rate probe's length (measure_rates)
     drain_timeout: float = 300.0
     switch: str = "freezer"  # the cluster's mechanism while a run is on (set per run)
     quick: dict[str, Any] = field(default_factory=dict)  # the [quick] table's values
@@ -232,7 +233,7 @@ def measure_rates(spec: LiveSpec, state: str, run_dir: Path, say: Any) -> dict[s
     less the loop (``kind/size`` and ``kind/size/overhead``). The controller's times are
     only as fine as its quantum, so the rate does not come from them."""
     rates: dict[str, float] = {}
-    probe = 400
+    probe = spec.probe_barriers
     with controller(state, "fcfs", spec.quantum, run_dir / "rates") as c:
         for kind in ("compute", "comm"):
             for size in range(1, spec.nodes + 1):
