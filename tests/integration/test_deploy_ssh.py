@@ -256,6 +256,10 @@ def test_the_nodes_pass_testinfra(deployed: Deployed, monkeypatch: pytest.Monkey
     # testinfra's ansible backend reads the inventory with ansible-inventory
     for k, v in ansible_env(deployed.tmp).items():
         monkeypatch.setenv(k, v)
+    # and runs each check with its own ssh: one connection per node for them all (a
+    # handshake per check was most of this test), ended with the playbook's (_close_masters)
+    monkeypatch.setenv("ANSIBLE_SSH_EXTRA_ARGS", "-o ControlMaster=auto -o ControlPersist=30s "
+                       f"-o ControlPath={deployed.cp}/ti-%C")  # fmt: skip
     for node in NODES:
         host = testinfra.get_host(f"ansible://{node}?ansible_inventory={deployed.inventory}")
         prefix = deployed.root / node
