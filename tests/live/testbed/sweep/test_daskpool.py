@@ -21,6 +21,7 @@ from testbed.sweep.errors import SchedulerError
 from tests.support.sweep_runs import square
 
 distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
 
 
 def local_cluster() -> Any:
@@ -122,7 +123,12 @@ def test_a_run_whose_dask_worker_dies_runs_again_on_a_worker(
     cluster = own_cluster
     todo = [RunSpec("sq", {"x": x, "sleep": 0.05}, 3, square) for x in range(6)]
     todo.append(RunSpec("sq", {"x": 60, "kill_parent": str(tmp_path / "k")}, 3, square))
-    out = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, progress=False))
+    # A result the dead worker held is lost; when the scheduler was gathering it just then,
+    # it retried connecting to the dead worker for Dask's connect timeout (30 s: this
+    # test took 30.3 s in one run of two here, under 0.5 s in the other) before computing
+    # it again. A local worker answers a connect at once: 5 s is slack enough.
+    with dask.config.set({"distributed.comm.timeouts.connect": "5s"}):
+        out = run_sweep(todo, SweepOptions(dask=cluster.scheduler_address, progress=False))
     assert out.ok() and out.results[6] is not None and out.results[6]["y"] == 3603
     assert (tmp_path / "k").read_text() == "2"  # its worker died once, then it ran
     assert all(r is not None for r in out.results[:6])
