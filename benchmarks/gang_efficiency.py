@@ -35,11 +35,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from apps.presets import gcomp_for, preset  # noqa: E402
-from apps.synthetic import ns_per_iteration  # noqa: E402
 from testbed.experiment.harness import LiveError  # noqa: E402
 from testbed.experiment.harness import jobs as harness_jobs  # noqa: E402
 from testbed.experiment.harness.cluster import local_cluster, require_root  # noqa: E402
 from testbed.experiment.harness.controller import controller  # noqa: E402
+from testbed.experiment.harness.loopcost import ns_per_iteration  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -280,13 +280,7 @@ def _resident_only(args: argparse.Namespace, out: Path) -> int:
             f"--resident-quanta {args.resident_quanta}: include 1 (the model's) and no "
             "quantum below 0.01 s"
         )
-    try:
-        existing = out.read_text()
-    except OSError as exc:
-        raise CoschedError(
-            f"--only resident merges into {out}, which cannot be read: {exc.strerror}",
-            fix="run the whole calibration first, or give --out",
-        ) from None
+    existing = _merged_into(out, "resident")
     cfg = ResidentConfig(
         link=args.link or "gige", quanta=quanta, ks=ks, blocks=args.repeats,
         duration=args.duration,
@@ -336,13 +330,7 @@ def _sizes_only(cfg: Any, out: Path) -> int:
     from testbed.experiment.execmodel.programcal import summary_lines
     from testbed.experiment.harness import LiveError, hostload
 
-    try:
-        existing = out.read_text()
-    except OSError as exc:
-        raise CoschedError(
-            f"--only sizes merges into {out}, which cannot be read: {exc.strerror}",
-            fix="run the whole calibration first, or give --out",
-        ) from None
+    existing = _merged_into(out, "sizes")
     work = Path(f"/tmp/cosched-calibrate-{os.getpid()}")
     try:
         sizes = measure_program_sizes(cfg, work, print)
@@ -364,3 +352,14 @@ def _sizes_only(cfg: Any, out: Path) -> int:
         ) from None
     print(f"\nwritten: {out}")
     return 0
+
+
+def _merged_into(out: Path, only: str) -> str:
+    """The calibration file an ``--only`` run merges its figures into."""
+    try:
+        return out.read_text()
+    except OSError as exc:
+        raise CoschedError(
+            f"--only {only} merges into {out}, which cannot be read: {exc.strerror}",
+            fix="run the whole calibration first, or give --out",
+        ) from None

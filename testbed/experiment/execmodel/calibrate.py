@@ -897,16 +897,24 @@ def merge_sizes(existing: str, sizes: SizeCalibration, host: Mapping[str, Any]) 
     measured["sizes"] = size_doc(sizes)
     host_doc = dict(doc.get("host", {}))
     host_doc["sizes"] = dict(host)
+    return calibration_text(model, measured, host_doc)
+
+
+def calibration_text(
+    model: Mapping[str, Any], measured: Mapping[str, Any], host: Mapping[str, Any]
+) -> str:
+    """The calibration file (experiments/calibration.toml) as every writer leaves it."""
     lines = [
         "# Execution-model parameters measured on the local cluster by `cosched calibrate`",
-        "# (testbed/experiment/calibrate.py; docs/simulator.md, Calibration). The simulator",
-        "# reads [model]; [measured] keeps every raw figure, [host] where it was measured",
-        "# ([host.sizes]: the size measurements, `--only sizes`, made apart).",
+        "# (testbed/experiment/execmodel/calibrate.py; docs/simulator.md, Calibration). The",
+        "# simulator reads [model]; [measured] keeps every raw figure, [host] where it was",
+        "# measured ([host.sizes], [host.resident]: `--only sizes`, `--only resident`, made",
+        "# apart).",
         "",
     ]
     lines += _toml_table("model", model, MODEL_COMMENTS)
     lines += _toml_table("measured", measured, {})
-    lines += _toml_table("host", host_doc, {})
+    lines += _toml_table("host", host, {})
     return "\n".join(lines).rstrip() + "\n"
 
 

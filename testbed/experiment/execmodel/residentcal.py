@@ -209,7 +209,7 @@ def merge_resident(
     ``[measured.resident]`` put in (``cosched calibrate --only resident``), the rest kept."""
     import tomllib
 
-    from testbed.experiment.execmodel.calibrate import MODEL_COMMENTS, _toml_table
+    from testbed.experiment.execmodel.calibrate import calibration_text
 
     doc = tomllib.loads(existing)
     model = dict(doc.get("model", {}))
@@ -231,18 +231,7 @@ def merge_resident(
     }
     host_doc = dict(doc.get("host", {}))
     host_doc["resident"] = dict(host)
-    out = [
-        "# Execution-model parameters measured on the local cluster by `cosched calibrate`",
-        "# (testbed/experiment/execmodel/calibrate.py; docs/simulator.md, Calibration). The",
-        "# simulator reads [model]; [measured] keeps every raw figure, [host] where it was",
-        "# measured ([host.sizes], [host.resident]: `--only sizes`, `--only resident`, made",
-        "# apart).",
-        "",
-    ]
-    out += _toml_table("model", model, MODEL_COMMENTS)
-    out += _toml_table("measured", measured, {})
-    out += _toml_table("host", host_doc, {})
-    return "\n".join(out).rstrip() + "\n"
+    return calibration_text(model, measured, host_doc)
 
 
 def _finite(d: Mapping[str, Any]) -> dict[str, Any]:
