@@ -38,6 +38,10 @@ from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 SCHEMES = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 FLUID = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
+# fluid mode's options that move its figures (testbed/sim/cdc/engine.py Fluid; their
+# error against exact runs is in docs/simulator.md): off unless a spec asks, as in
+# ``fluid = {whole_reps = true, past_queued = true}``
+FLUID_OPTIONS = ("whole_reps", "past_queued")
 
 
 class StudyError(ValueError):
@@ -68,6 +72,22 @@ class Study:
     quick: bool = False  # --quick: SB and CC-B on two WL6 jobs of the first seed
     source: Path = Path("")  # the spec file
     subset_of: str = ""  # the whole study's spec, when this one runs a part of it
+    fluid_options: tuple[str, ...] = ()  # of FLUID_OPTIONS, on
+
+
+def _fluid(path: Path, v: Any) -> tuple[bool, tuple[str, ...]]:
+    """``fluid = true | false | {option = true, ...}`` -> (fluid, options on)."""
+    if isinstance(v, bool):
+        return v, ()
+    if isinstance(v, Mapping):
+        bad = [k for k in v if k not in FLUID_OPTIONS or not isinstance(v[k], bool)]
+        if bad:
+            opts = ", ".join(FLUID_OPTIONS)
+            raise StudyError(f"{path}: [cdc] fluid: {bad[0]!r} is not an option; valid: "
+                             f"{opts} = true|false, or fluid = true|false")  # fmt: skip
+        return True, tuple(k for k in FLUID_OPTIONS if v.get(k))
+    raise StudyError(f"{path}: [cdc] fluid = {v!r}: give true, false or a table of "
+                     f"{', '.join(FLUID_OPTIONS)}")  # fmt: skip
 
 
 def load_spec(path: Path) -> Study:
@@ -98,16 +118,18 @@ def spec_from_doc(raw: Mapping[str, Any], path: Path) -> Study:
                 int(p.get("jobs", 100)),
             )
         )
+    fluid, fluid_options = _fluid(path, st.get("fluid", True))
     return Study(
         str(st.get("name", path.stem)),
         int(st.get("nodes", 16)),
         str(st.get("speeds", "paper")),
         str(st.get("platform", "paper")),
-        bool(st.get("fluid", True)),
+        fluid,
         tuple(int(s) for s in st.get("seeds", [1, 2, 3, 4, 5])),
         tuple(parts),
         source=Path(path),
         subset_of=str(st.get("subset_of", "")),
+        fluid_options=fluid_options,
     )
 
 
@@ -170,7 +192,7 @@ def params_of(study: Study, c: Mapping[str, Any]) -> dict[str, Any]:
         "nodes": study.nodes,
         "speeds": study.speeds,
         "platform": study.platform,
-        "fluid": FLUID if study.fluid else None,
+        "fluid": {**FLUID, **dict.fromkeys(study.fluid_options, True)} if study.fluid else None,
     }
 
 

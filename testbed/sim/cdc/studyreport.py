@@ -170,12 +170,19 @@ def _ci(d: Mapping[str, Any] | None, scale: float = 1.0, fmt: str = ".1f") -> st
     return m if d.get("ci95") is None else f"{m} ± {format(d['ci95'] * scale, fmt)}"
 
 
+def _mode(doc: Mapping[str, Any]) -> str:
+    if not doc["fluid"]:
+        return "exact"
+    opts = doc.get("fluid_options") or []
+    return "fluid" if not opts else f"fluid ({', '.join(opts)}: see docs/simulator.md)"
+
+
 def markdown(doc: Mapping[str, Any]) -> str:
     lines = [
         f"# {doc['study']}: Yu & Byun 2011 at the paper's scale, simulated",
         "",
         f"Spec `{doc['spec']}`; {doc['nodes']} nodes (speeds `{doc['speeds']}`), platform "
-        f"`{doc['platform']}`, {'fluid' if doc['fluid'] else 'exact'} mode. Made by "
+        f"`{doc['platform']}`, {_mode(doc)} mode. Made by "
         f"`cosched experiment run {doc['spec']}` (testbed/sim/cdc/study.py, studyreport.py) "
         "from the run files in `runs/`; every figure below is in `results.json` beside this "
         "file. "
@@ -272,6 +279,7 @@ def build(study: Study, out: Path, spec_path: Path) -> dict[str, Any]:
         "speeds": study.speeds,
         "platform": study.platform,
         "fluid": study.fluid,
+        "fluid_options": list(study.fluid_options),
         "subset_of": study.subset_of,
         "coverage": coverage(whole, runs, out),
         "rows": summarize(runs),

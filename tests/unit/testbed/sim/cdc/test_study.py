@@ -56,6 +56,27 @@ def test_a_bad_scheme_is_one_line(tmp_path: Path) -> None:
         study.load_spec(f)
 
 
+def test_fluid_options_reach_the_runs(tmp_path: Path) -> None:
+    f = tmp_path / "s.toml"
+    parts = '[[parts]]\nname = "x"\nworkloads = ["WL6"]\nschemes = ["sb"]\n'
+    f.write_text("[cdc]\nfluid = {past_queued = true, whole_reps = true}\n" + parts)
+    s = study.load_spec(f)
+    p = study.params_of(s, study.cells(s)[0])
+    assert p["fluid"] == {**study.FLUID, "whole_reps": True, "past_queued": True}
+    f.write_text("[cdc]\nfluid = true\n" + parts)
+    assert study.params_of(study.load_spec(f), study.cells(s)[0])["fluid"] == study.FLUID
+    f.write_text("[cdc]\nfluid = false\n" + parts)
+    assert study.params_of(study.load_spec(f), study.cells(s)[0])["fluid"] is None
+
+
+@pytest.mark.parametrize("value", ["{jump_far = true}", '"yes"', '{whole_reps = "on"}'])
+def test_a_bad_fluid_option_is_one_line(tmp_path: Path, value: str) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(f'[cdc]\nfluid = {value}\n[[parts]]\nname = "x"\nworkloads = ["WL6"]\n')
+    with pytest.raises(study.StudyError, match=r"\[cdc\] fluid.*whole_reps, past_queued"):
+        study.load_spec(f)
+
+
 def _run(scheme: str, seed: int, response: float, bcr: float) -> dict[str, Any]:
     cell = {"part": "fig7-8", "wl": "WL6", "load": "heavy", "scheme": scheme, "mpl": 5,
             "seed": seed, "jobs": 20}  # fmt: skip
