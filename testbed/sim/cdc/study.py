@@ -214,7 +214,8 @@ def run(
     (out / "runs").mkdir(parents=True, exist_ok=True)
     opts = dataclasses.replace(options or SweepOptions(), progress=False)
     batch = max(1, opts.workers or os.cpu_count() or 1) if opts.dask is None else 64
-    missing = [c for c in todo if not run_file(out, c).exists()]
+    # seed by seed, so that a study stopped early holds whole seeds to pair schemes on
+    missing = sorted((c for c in todo if not run_file(out, c).exists()), key=lambda c: c["seed"])
     failed = 0
     for i in range(0, len(missing), batch):
         cells_ = missing[i : i + batch]
