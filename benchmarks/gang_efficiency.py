@@ -72,10 +72,18 @@ def compute_gcomp() -> int:
 
 
 def run(
-    state: str, quantum: float, jobs: int, seconds: float, nodes: int, out: Path, gcomp: int
+    state: str,
+    quantum: float,
+    jobs: int,
+    seconds: float,
+    nodes: int,
+    out: Path,
+    gcomp: int,
+    reports: list[list[dict[str, Any]]] | None = None,
 ) -> tuple[list[float], dict[str, Any]]:
     """``jobs`` jobs together under gang: each one's rank 0 barriers per second, and
-    the controller's counts of quanta it did not keep (issue 32 item 2: none missed)."""
+    the controller's counts of quanta it did not keep (issue 32 item 2: none missed).
+    ``reports``, if given, gets each job's rank reports (barriers, seconds, CPU s)."""
     with controller(state, "gang", quantum, out) as c:
         ids = [
             harness_jobs.submit(
@@ -90,6 +98,8 @@ def run(
             if recs[j]["state"] != "done" or rate <= 0:
                 raise LiveError(f"job {j} ended {recs[j]['state']} (rate {rate})")
             rates.append(rate)
+            if reports is not None:
+                reports.append(harness_jobs.rank_reports(c, j))
         st = c.request("status")
         kept = {k: st.get(k) for k in ("switch_mode", "timed_quanta", "late_plans",
                                        "missed_boundaries", "failed_commands")}  # fmt: skip
