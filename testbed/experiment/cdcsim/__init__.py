@@ -21,7 +21,12 @@ class CdcSimStudy(Study):
     kind = "cdc-sim"
     title = "Yu & Byun 2011 §5.3-5.5: the CDC schemes at the paper's scale, simulated"
     spec_tables: ClassVar[tuple[str, ...]] = ("cdc", "parts")
-    specs = ("experiments/cdc-paper-scale.toml", "experiments/cdc-paper-scale-subset.toml")
+    specs = (
+        "experiments/cdc-paper-scale.toml",
+        "experiments/cdc-paper-scale-subset.toml",
+        "experiments/cdc-paper-scale-heavy100.toml",
+        "experiments/cdc-paper-scale-subset-approx.toml",
+    )
     has_quick = True
 
     def load(self, doc: Table) -> Any:
