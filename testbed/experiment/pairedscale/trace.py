@@ -186,11 +186,13 @@ def run_live(
     seed: int = 1,
     gap: float = 6.0,
     duration: float = 60.0,
+    sharp_first: bool = False,
     say: Any = print,
 ) -> dict[str, Any]:
     """``kind`` "fig3" (heterogeneous fine jobs) or "fig13" (four QCRD jobs, with and
-    without sharp-change detection). Needs root and the host lock; brings the cluster up
-    and down."""
+    without sharp-change detection; ``sharp_first`` runs the setting with detection first,
+    so repetitions can alternate the order). Needs root and the host lock; brings the
+    cluster up and down."""
     from testbed.experiment.execmodel.programcal import _Cluster
     from testbed.experiment.harness import hostload
     from testbed.experiment.harness.cluster import cluster_cpu_reader, local_cluster
@@ -215,6 +217,8 @@ def run_live(
                 ("paired-gang", {"sharp_change": "none"}, [QcrdJob()] * 4, None),
                 ("paired-gang", {"sharp_change": "0.2"}, [QcrdJob()] * 4, None),
             ]
+            if sharp_first:
+                variants.reverse()
         for policy, params, apps, submit_at in variants:
             tracer = Tracer()
             before = hostload.sample(reader)
@@ -346,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--sharp-first", action="store_true",
+                    help="fig13: run the setting with sharp-change detection first")  # fmt: skip
     ap.add_argument("--calibration", type=Path, default=Path("experiments/calibration.toml"))
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -353,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report(args.out, args.calibration), file=sys.stderr)
         return 0
     data = run_live(args.kind, out=Path(f"/tmp/cosched-trace-{args.kind}"), jobs=args.jobs,
-                    duration=args.duration)  # fmt: skip
+                    duration=args.duration, sharp_first=args.sharp_first)  # fmt: skip
     (args.out / f"{args.kind}-live.json").write_text(json.dumps(data) + "\n")
     print(args.out / f"{args.kind}-live.json", file=sys.stderr)
     return 0
