@@ -244,6 +244,8 @@ def run_live(
                         "target": getattr(apps[len(jobs_out)], "target", None),
                         "cpu_ratio": [r.get("cpu_ratio") for r in reports],
                         "fine": reports[0].get("fine") if reports else None,
+                        # QCRD: each phase's wall seconds, barriers and CPU share (rank 0)
+                        "phases": reports[0].get("phases") if reports else None,
                     }
                 )
             data["runs"].append(
