@@ -40,7 +40,8 @@ class Row:
 W = "paired-vs-gang-2node"
 S = "paired-scale-fig10-12"  # issue 25: the paper's scale, five seeds
 T = "paired-trace-fig3-13"  # issue 25: Figs. 3 and 13
-TN = "in the simulator (no live Fig. 13 yet), five seeds jittering the copies"
+TN = "in the simulator, five seeds jittering the copies"
+TL = "live: 2 nodes at 1 s quanta, repeated runs alternating which setting runs first"
 SN = "at the paper's scale: 16 nodes, 1,000 jobs, five seeds, the execution model of issue 25"
 CS = "cdc-paper-scale"  # issue 24: the CDC simulator at the paper's node count and speeds
 CSN = (
@@ -51,7 +52,7 @@ PAPERS: dict[str, tuple[Row, ...]] = {
     "Wiseman & Feitelson 2003": (
         Row("§2.3, Fig. 3", "eq. (1)'s prediction follows a job's measured CPU utilization",
             T, ("wiseman2003/fig3/prediction",),
-            note="one live run on 2 nodes at 1 s quanta, on a busy host"),
+            note="one live run on 2 nodes at 1 s quanta, the host quiet"),
         Row("§4.1.2, Fig. 7 top", "with compute-bound jobs only, no meaningful difference "
             "between paired and strict gang", W,
             tuple(f"wf2003/fig7/mix0/{c}" for c in ("paired-fig4", "paired-fig4-prose",
@@ -139,8 +140,12 @@ PAPERS: dict[str, tuple[Row, ...]] = {
           )),
         Row("§4.2.3, Fig. 13(a)", "four QCRD copies: high-CPU phases run alone, low-CPU phases "
             "pair", T, ("wiseman2003/fig13/cpu-alone",), note=TN),
+        Row("§4.2.3, Fig. 13(a)", "four QCRD copies: high-CPU phases run alone, low-CPU phases "
+            "pair", T, ("wiseman2003/fig13/cpu-alone-live",), note=TL),
         Row("§4.2.3, Fig. 13(b)", "detecting sharp changes lengthens the response time by about "
             "1 %", T, ("wiseman2003/fig13/sharp-change-cost",), note=TN),
+        Row("§4.2.3, Fig. 13(b)", "detecting sharp changes lengthens the response time by about "
+            "1 %", T, ("wiseman2003/fig13/sharp-change-cost-live",), note=TL),
         Row("§4.2.3, Fig. 14", "QCRD-like jobs at load 0.8: paired gang halves the mean "
             "response of strict gang", S, ("wiseman2003/fig14/qcrd-halved",), note=SN),
     ),

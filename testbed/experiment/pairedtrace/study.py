@@ -6,6 +6,7 @@ Spec::
     [study]
     name = "paired-trace-fig3-13"
     fig3_live = "docs/results/paired-trace/fig3-live.json"  # a recorded live trace, or ""
+    fig13_live = ["docs/results/paired-trace-live-quiet/fig13-live-1.json"]  # or []
     calibration = "default"   # the job types of Fig. 13 (calibrate's alone runs)
     nodes = 2
     phases = "1,4,8"          # QCRD: 12 x (I/O s, CPU s) and a final I/O phase
@@ -18,16 +19,19 @@ Spec::
 
 Fig. 3 is live only: the run replays the committed trace (it does not record one; that
 needs root, ``python -m testbed.experiment.pairedscale.trace fig3``) and keeps it in the
-results. Fig. 13 runs in the simulator: per seed, both settings on the same four jittered
-copies (the seed draws the jitter), plus the four exact copies started at once that the
-paper ran (shown and plotted, not in the verdict: one run, no spread). The choice of
-jitter (where the paper's runs varied between repetitions, it does not say) is
-docs/paired-fidelity.md's.
+results. Fig. 13 live likewise: each recorded run (``trace fig13``: both settings, one
+after the other, on the same cluster) is read and kept, and the repetitions are the
+runs whose spread the live verdicts use. Fig. 13 also runs in the simulator: per seed,
+both settings on the same four jittered copies (the seed draws the jitter), plus the four
+exact copies started at once that the paper ran (shown and plotted, not in the verdict:
+one run, no spread). The choice of jitter (where the paper's runs varied between
+repetitions, it does not say) is docs/paired-fidelity.md's.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -58,6 +62,7 @@ class Spec:
     start_jitter: float
     phase_jitter: float
     quick: tuple[int, ...] = (1, 2)
+    fig13_live: tuple[str, ...] = ()
 
     def quick_variant(self) -> Spec:
         return replace(self, name=self.name + "-quick", seeds=self.quick)
@@ -65,8 +70,8 @@ class Spec:
 
 def load_spec(doc: Table) -> Spec:
     st = doc.table("study", required=True)
-    st.only({"name", "fig3_live", "calibration", "nodes", "phases", "sharp_change", "seeds",
-             "start_jitter", "phase_jitter"})  # fmt: skip
+    st.only({"name", "fig3_live", "fig13_live", "calibration", "nodes", "phases",
+             "sharp_change", "seeds", "start_jitter", "phase_jitter"})  # fmt: skip
     q = doc.table("quick")
     q.only({"seeds"})
     phases = st.text("phases", "1,4,8")
@@ -87,6 +92,7 @@ def load_spec(doc: Table) -> Spec:
         start_jitter=st.number("start_jitter", 1.0, minimum=0.0),
         phase_jitter=st.number("phase_jitter", 0.05, minimum=0.0, below=1.0),
         quick=tuple(q.items("seeds", int, seeds[:2], unique=True, minimum=1)),
+        fig13_live=tuple(st.items("fig13_live", str, [], nonempty=False, unique=True)),
     )
 
 
@@ -100,19 +106,26 @@ def _calibration(spec: Spec) -> Path:
     return path
 
 
+def _recorded(key: str, source: str, kind: str) -> dict[str, Any]:
+    """A live trace written by ``trace fig3|fig13``, kept whole in the results."""
+    path = Path(source)
+    path = path if path.is_absolute() else REPO / path
+    try:
+        data = json.loads(path.read_text())
+        if data.get("kind") != kind or not data.get("runs"):
+            raise ValueError(f"not a {kind} trace")
+    except (OSError, ValueError, AttributeError) as e:
+        raise SpecError(f"{key} {source}: cannot read ({e})",
+                        fix="record it with python -m testbed.experiment.pairedscale.trace "
+                        f"{kind}, or leave {key} out") from None  # fmt: skip
+    return {"source": source, "recorded": data}
+
+
 def run_study(spec: Spec, sweep: SweepOptions) -> dict[str, Any]:
     from testbed.experiment.pairedscale.mixes import job_types
 
-    fig3: dict[str, Any] | None = None
-    if spec.fig3_live:
-        path = Path(spec.fig3_live)
-        path = path if path.is_absolute() else REPO / path
-        try:
-            fig3 = {"source": spec.fig3_live, "recorded": json.loads(path.read_text())}
-        except (OSError, ValueError) as e:
-            raise SpecError(f"fig3_live {spec.fig3_live}: cannot read ({e})",
-                            fix="record it with python -m testbed.experiment.pairedscale.trace "
-                            "fig3, or set fig3_live = \"\"") from None  # fmt: skip
+    fig3 = _recorded("fig3_live", spec.fig3_live, "fig3") if spec.fig3_live else None
+    fig13_live = [_recorded("fig13_live", s, "fig13") for s in spec.fig13_live]
     types = job_types(_calibration(spec), io_files=8, io_latency=0.005)
     base = {
         "phases": spec.phases, "io": types["io"], "compute": types["compute"],
@@ -152,6 +165,7 @@ def run_study(spec: Spec, sweep: SweepOptions) -> dict[str, Any]:
         },
         "fig3": fig3,
         "fig13": fig13,
+        "fig13_live": fig13_live,
     }
 
 
@@ -166,6 +180,44 @@ def _costs(data: Mapping[str, Any]) -> tuple[list[int], list[float]]:
     a, b = _fig13(data, True), _fig13(data, False)
     seeds = sorted(set(a) & set(b))
     return seeds, [100.0 * (b[s]["mean_response"] / a[s]["mean_response"] - 1) for s in seeds]
+
+
+def _live13(data: Mapping[str, Any]) -> list[dict[str, dict[str, Any]]]:
+    """Per recorded live run, each setting's Fig. 13 figures ("none", "sc"), with the host's
+    busy cores outside the cluster and how many of the four jobs ended by themselves."""
+    out = []
+    for rec in data.get("fig13_live") or []:
+        by: dict[str, dict[str, Any]] = {}
+        for k, run in enumerate(rec["recorded"]["runs"]):
+            sc = str(run["params"].get("sharp_change", "0.2"))
+            # rank 0's CPU seconds in each compute phase (traces that kept the phases)
+            cpu = [float(p["seconds"]) * float(p["cpu_ratio"]) for j in run["jobs"]
+                   for p in j.get("phases") or [] if p["kind"] == "cpu"]  # fmt: skip
+            by["none" if sc == "none" else "sc"] = {
+                **trace.fig13_stats(run["trace"], trace.responses(run)),
+                "sharp_change": sc,
+                "order": k + 1,
+                "busy": run.get("host_busy_outside_cores"),
+                "done": sum(1 for j in run["jobs"] if j.get("state") == "done"),
+                "jobs": len(run["jobs"]),
+                "phase_cpu": sum(cpu) / len(cpu) if cpu else math.nan,
+            }
+        out.append(by)
+    return out
+
+
+def _live_costs(data: Mapping[str, Any]) -> list[tuple[int, float]]:
+    """Per live run (numbered from 1) in which all jobs of both settings ended by
+    themselves: how much longer the mean response is with detection, in %."""
+    return [
+        (k, 100.0 * (r["sc"]["mean_response"] / r["none"]["mean_response"] - 1))
+        for k, r in enumerate(_live13(data), 1)
+        if {"none", "sc"} <= set(r) and all(x["done"] == x["jobs"] for x in r.values())
+    ]
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" + ("s" if n != 1 else "")
 
 
 def _fig3_stats(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, float]] | None:
@@ -217,6 +269,32 @@ def claims(data: Mapping[str, Any]) -> list[Claim]:
                          f"simulated, {len(seeds)} seeds: compute-phase pairs "
                          + ", ".join(f"{x:.0%}" for x in shares)
                          + " of the paired quanta", v2, why2))  # fmt: skip
+    live = _live13(data)
+    costs_live = _live_costs(data)
+    if costs_live:
+        d = Difference(tuple(c for _, c in costs_live))
+        lo, hi = COST
+        v, why = judge(d, +1, within=lo <= d.mean <= hi)
+        runs = [live[k - 1] for k, _ in costs_live]
+        ma = sum(r["none"]["mean_response"] for r in runs) / len(runs)
+        mb = sum(r["sc"]["mean_response"] for r in runs) / len(runs)
+        out.append(Claim("wiseman2003/fig13/sharp-change-cost-live", "§4.2.3, Fig. 13(b)",
+                         "with sharp-change detection the response time was longer by just "
+                         f"about 1 percent (tolerance: longer by {lo:g}–{hi:g} %)",
+                         f"live, {_runs(len(runs))}: {ma:.1f} s → {mb:.1f} s, "
+                         + d.text("{:+.2f} %").replace("per seed", "per run")
+                         .replace("(one seed)", "(one run)"), v, why))  # fmt: skip
+        shares = [float(r["none"]["cpu_pairs_share"]) / float(r["none"]["paired_share"])
+                  if r["none"]["paired_share"] else 0.0 for r in runs]  # fmt: skip
+        mean = sum(shares) / len(shares)
+        v2, why2 = judge_value([mean < CPU_PAIRS, *(x < CPU_PAIRS for x in shares)],
+                               f"under {CPU_PAIRS:.0%} of the paired quanta")  # fmt: skip
+        out.append(Claim("wiseman2003/fig13/cpu-alone-live", "§4.2.3, Fig. 13(a)",
+                         "without detection, high-CPU phases run alone and low-CPU phases "
+                         "pair (a pair of compute phases only now and then)",
+                         f"live, {_runs(len(runs))}: compute-phase pairs "
+                         + ", ".join(f"{x:.0%}" for x in shares)
+                         + " of the paired quanta", v2, why2))  # fmt: skip
     return out
 
 
@@ -249,6 +327,7 @@ def markdown(data: Mapping[str, Any]) -> str:
                 f"measured| = {st['mean_abs_error']:.3f}, within ±0.1: {st['within_0.1']:.0%}, "
                 f"measured {st['measured_min']:.2f}–{st['measured_max']:.2f}"
             )
+        lines += _fig3_jobs(run, f3[0])
         lines += ["", "![Fig. 3](fig3.png)", ""]
     lines += [
         "## Fig. 13: four QCRD copies, without and with sharp-change detection (simulated)",
@@ -259,16 +338,19 @@ def markdown(data: Mapping[str, Any]) -> str:
         f"{meta['start_jitter']:g} s for copies 2-4 and a length × U(1 ± "
         f"{meta['phase_jitter']:g}) for each phase; seed 0 is the four exact copies started "
         "at once. CPU pairs: paired quanta in which two jobs each above 30 % together used "
-        "over 80 % of the CPU.",
+        "over 80 % of the CPU; pair sum: their two utilizations together (mean over the CPU "
+        f"pairs); fitting: the CPU pairs whose sum is under 1 − m = {1 - trace.PAIR_MARGIN:g}, "
+        "so that the pair still fits (§2.4) and, without the sharp-change rule, stays.",
         "",
-        "| seed | sharp change | mean response (s) | quanta | paired quanta | CPU pairs |",
-        "|---|---|---|---|---|---|",
+        "| seed | sharp change | mean response (s) | quanta | paired quanta | CPU pairs | "
+        "pair sum | fitting |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(data["fig13"], key=lambda r: (int(r["seed"]), r["sharp_change"] != "none")):
         seed = "exact copies" if int(r["seed"]) == 0 else str(r["seed"])
         lines.append(f"| {seed} | {r['sharp_change']} | {r['mean_response']:.1f} | "
                      f"{r['quanta']:.0f} | {r['paired_share']:.0%} | "
-                     f"{r['cpu_pairs_share']:.1%} |")  # fmt: skip
+                     f"{r['cpu_pairs_share']:.1%} | {_pair_cols(r)} |")  # fmt: skip
     a, b = _fig13(data, True), _fig13(data, False)
     seeds, costs = _costs(data)
     if seeds:
@@ -278,9 +360,83 @@ def markdown(data: Mapping[str, Any]) -> str:
         lines += ["", f"Over seeds {', '.join(map(str, seeds))} (mean ± 95 % CI): "
                   f"{ea.text()} s without detection, {eb.text()} s with it; longer by "
                   f"{ec.text('{:.2f}')} %.", ""]  # fmt: skip
+    live = _live13(data)
+    if live:
+        lines += [
+            "## Fig. 13 live",
+            "",
+            "The same four QCRD copies (the program's qcrd preset, each phase a fixed number "
+            f"of barriers, I/O on the node's shared device) started together on "
+            f"{data['fig13_live'][0]['recorded']['nodes']} nodes at 1 s quanta under paired "
+            "gang: per recorded run, both settings one after the other on one cluster "
+            "(order: which ran first). Host busy: cores the host spent outside the cluster "
+            "during the setting's run. CPU s per compute phase: rank 0's CPU seconds in a "
+            "compute phase (mean over the jobs' phases, where the trace kept them); the "
+            f"simulator's is the phase's {_model_phase(meta)}.",
+            "",
+            "| run | sharp change | order | mean response (s) | quanta | paired quanta | "
+            "CPU pairs | pair sum | fitting | CPU s per compute phase | jobs ended | "
+            "host busy (cores) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for k, r in enumerate(live, 1):
+            for key in ("none", "sc"):
+                if key not in r:
+                    continue
+                x = r[key]
+                lines.append(
+                    f"| {k} (`{Path(data['fig13_live'][k - 1]['source']).name}`) | "
+                    f"{x['sharp_change']} | {x['order']} | {x['mean_response']:.1f} | "
+                    f"{x['quanta']:.0f} | {x['paired_share']:.0%} | {x['cpu_pairs_share']:.1%} | "
+                    f"{_pair_cols(x)} | {_num(x['phase_cpu'], '{:.2f}')} | "
+                    f"{x['done']}/{x['jobs']} | {trace.fmt_busy(x['busy'])} |"
+                )
+        lc = _live_costs(data)
+        if lc:
+            est = Estimate(tuple(c for _, c in lc)).text("{:.2f}")
+            lines += ["", "Longer with detection, per run: "
+                      + ", ".join(f"run {k}: {c:+.2f} %" for k, c in lc)
+                      + f"; mean ± 95 % CI {est} %."]  # fmt: skip
+        lines.append("")
     lines += ["![Fig. 13](fig13.png)", ""]
     lines += claims_md(claims(data))
     return "\n".join(lines)
+
+
+def _num(x: float, fmt: str) -> str:
+    return "—" if math.isnan(x) else fmt.format(x)
+
+
+def _model_phase(meta: Mapping[str, Any]) -> str:
+    """The simulated compute phase's CPU seconds: its length at calibrate's CPU share."""
+    cpu_s = float(str(meta["phases"]).split(",")[1])
+    share = float(meta["job_types"]["compute"]["cpu"])
+    return f"{cpu_s:g} s at calibrate's compute CPU share {share:.3f}, {cpu_s * share:.2f} CPU s"
+
+
+def _pair_cols(r: Mapping[str, Any]) -> str:
+    """The CPU pairs' mean sum and the share of them that still fit ("—" without any)."""
+    total, fit = r.get("cpu_pair_sum"), r.get("cpu_pairs_fitting")
+    if total is None or math.isnan(total):
+        return "— | —"
+    return f"{total:.3f} | {fit:.0%}"
+
+
+def _fig3_jobs(run: Mapping[str, Any], points: list[dict[str, Any]]) -> list[str]:
+    """Per job: the CPU share it was sized for, what its start-up probe found the barrier
+    alone to use (the floor: no compute part below it), and what it was measured at."""
+    if not all(j.get("fine") for j in run["jobs"]):
+        return []
+    out = ["", "| job | sized for | barrier alone (probe) | compute per barrier (ms) | "
+           "measured in its quanta (mean, known) |", "|---|---|---|---|---|"]  # fmt: skip
+    for j in run["jobs"]:
+        f = j["fine"]
+        ys = [p["measured"] for p in points if p["job"] == int(j["job"]) and not p["new"]]
+        got = f"{sum(ys) / len(ys):.2f}" if ys else "—"
+        share = float(f["barrier_cpu_ms"]) / float(f["barrier_ms"])
+        out.append(f"| {j['job']} | {float(j['target']):.2f} | {share:.2f} | "
+                   f"{float(f['compute_ms']):.3f} | {got} |")  # fmt: skip
+    return out
 
 
 def plots(data: Mapping[str, Any], out: Path) -> list[Path]:
@@ -290,7 +446,12 @@ def plots(data: Mapping[str, Any], out: Path) -> list[Path]:
         trace.plot_fig3(f3[0], out / "fig3.png")
         written.append(out / "fig3.png")
     sims = [r for r in data["fig13"] if int(r["seed"]) == 0 and "trace" in r]
+    # every live run's two settings above the simulated exact copies
+    live = {"runs": [{**run, "label": f"live run {k}, sharp change "
+                      f"{run['params'].get('sharp_change', '0.2')}"}
+                     for k, rec in enumerate(data.get("fig13_live") or [], 1)
+                     for run in rec["recorded"]["runs"]]}  # fmt: skip
     if sims:
-        trace.plot_fig13({"runs": []}, sims, out / "fig13.png")
+        trace.plot_fig13(live, sims, out / "fig13.png")
         written.append(out / "fig13.png")
     return written

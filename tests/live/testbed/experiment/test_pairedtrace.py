@@ -11,7 +11,7 @@ from tests.support.pairedtrace import study_spec
 
 
 def test_quick_study_runs_reports_and_judges(tmp_path: Path) -> None:
-    spec = study_spec(tmp_path)
+    spec = study_spec(tmp_path, fig13_live=True)
     out = tmp_path / "out"
     opts = SweepOptions(progress=False)
     study, res, _ = pipeline.run(
@@ -20,11 +20,13 @@ def test_quick_study_runs_reports_and_judges(tmp_path: Path) -> None:
     assert res.kind == "paired-trace"
     ids = {c.id for c in study.claims(res.data)}
     assert ids == {"wiseman2003/fig3/prediction", "wiseman2003/fig13/sharp-change-cost",
-                   "wiseman2003/fig13/cpu-alone"}  # fmt: skip
+                   "wiseman2003/fig13/cpu-alone", "wiseman2003/fig13/sharp-change-cost-live",
+                   "wiseman2003/fig13/cpu-alone-live"}  # fmt: skip
     seeds = {r["seed"] for r in res.data["fig13"]}
     assert seeds == {0, 1, 2}  # the exact copies and the quick seeds
     text = (out / "report.md").read_text()
     assert "| exact copies | none |" in text and "## The paper beside ours" in text
+    assert "## Fig. 13 live" in text and "run 2: +1.50 %" in text
     assert (out / "fig3.png").exists() and (out / "fig13.png").exists()
     # the report is rebuilt from the file alone
     again = pipeline.read(out / "results.json")

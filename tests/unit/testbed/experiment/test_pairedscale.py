@@ -97,6 +97,13 @@ def test_fig13_stats_counts_cpu_pairs() -> None:
     assert s["mean_response"] == 105.0
     assert s["paired_share"] == 0.75
     assert s["cpu_pairs_share"] == 0.25  # quantum 4: 0.45 + 0.5 > 0.8, both > 0.3
+    # that pair sums to 0.95, under 1 - m = 0.99: it still fits
+    assert s["cpu_pair_sum"] == pytest.approx(0.95) and s["cpu_pairs_fitting"] == 1.0
+    # two compute phases sharing the processor to the full (0.5 + 0.5) no longer fit
+    full = [*_entries()[:3], {"q": 4, "utilization": {"1": 0.5, "2": 0.5}, "partner": 1}]
+    s = trace.fig13_stats(full, {})
+    assert s["cpu_pair_sum"] == pytest.approx(1.0) and s["cpu_pairs_fitting"] == 0.0
+    assert math.isnan(trace.fig13_stats(_entries()[:1], {})["cpu_pair_sum"])
 
 
 def test_figs78_sets_live_beside_simulated(tmp_path: Path, cal: Path) -> None:

@@ -61,3 +61,48 @@ def test_meter_counts_idle_nodes_while_a_job_waits() -> None:
     # quanta 1-3 have a waiting job; job 2's quantum among them idles one node
     assert meter.waiting_s == pytest.approx(3.0)
     assert meter.idle_waiting_ns == pytest.approx(1.0)
+
+
+def _live_data(*records: dict[str, object]) -> dict[str, object]:
+    return {"fig13": [], "fig13_live": [{"source": f"r{k}", "recorded": r}
+                                        for k, r in enumerate(records, 1)]}  # fmt: skip
+
+
+def test_live_fig13_cost_is_judged_over_the_runs_spread() -> None:
+    from testbed.experiment.claims import Verdict
+    from testbed.experiment.pairedtrace import study
+    from tests.support.pairedtrace import fig13_record
+
+    # +1 % and +1.5 % (the second run with detection first): mean 1.25 > spread 0.25
+    both = study.claims(
+        _live_data(fig13_record(200, 202), fig13_record(200, 203, sharp_first=True))
+    )
+    cost = {c.id: c for c in both}["wiseman2003/fig13/sharp-change-cost-live"]
+    assert cost.verdict == Verdict.REPRODUCED, cost
+    assert "200.0 s → 202.5 s" in cost.measured
+    # +1 % and -0.5 %: the mean is not beyond the spread
+    mixed = study.claims(_live_data(fig13_record(200, 202), fig13_record(200, 199)))
+    assert {c.id: c for c in mixed}["wiseman2003/fig13/sharp-change-cost-live"].verdict == (
+        Verdict.DIRECTION
+    )
+    # a run in which a job was killed at the timeout is left out: one run, direction only
+    cut = study.claims(_live_data(fig13_record(200, 202), fig13_record(200, 100, ended=3)))
+    c = {c.id: c for c in cut}["wiseman2003/fig13/sharp-change-cost-live"]
+    assert c.verdict == Verdict.DIRECTION and "live, 1 run:" in c.measured
+    # entries(): 3 paired quanta, one of them two jobs at 0.45 + 0.5: a third pair compute
+    alone = {c.id: c for c in both}["wiseman2003/fig13/cpu-alone-live"]
+    assert alone.verdict == Verdict.NOT_REPRODUCED and "33%, 33%" in alone.measured
+
+
+def test_live_fig13_traces_are_read_or_refused_in_one_line(tmp_path: Path) -> None:
+    from testbed.experiment.pairedtrace import study
+
+    spec = study_spec(tmp_path, fig13_live=True)
+    _, read = registry.load(spec)
+    assert [Path(p).name for p in read.fig13_live] == ["fig13-live-1.json", "fig13-live-2.json"]
+    assert study._recorded("fig13_live", read.fig13_live[0], "fig13")["recorded"]["runs"]
+    # a Fig. 3 trace named as a Fig. 13 one, and a missing file
+    with pytest.raises(SpecError, match=r"fig13_live .*not a fig13 trace"):
+        study._recorded("fig13_live", str(tmp_path / "fig3-live.json"), "fig13")
+    with pytest.raises(SpecError, match=r"fig13_live .*cannot read"):
+        study._recorded("fig13_live", str(tmp_path / "nope.json"), "fig13")
