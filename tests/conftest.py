@@ -72,6 +72,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rel = _rel(item)
         tier = tiers.tier_dir(rel)
         names = set(getattr(item, "fixturenames", ()))
+        if misplaced := tiers.root_outside_root_dirs(rel, names):
+            raise pytest.UsageError(misplaced)
         if tier in tiers.ROOT_DIRS or any(n.startswith("root_") for n in names):
             item.add_marker(pytest.mark.root)
         live = tier in tiers.LIVE_DIRS or tiers.is_live_module(item.nodeid)

@@ -149,6 +149,20 @@ LIVE_MODULES = frozenset(
 )
 
 
+def root_outside_root_dirs(relpath: str, fixturenames: Iterable[str]) -> str | None:
+    """Why a test at ``relpath`` using ``fixturenames`` is a root test in the wrong place,
+    or None. scripts/test.sh collects the root tier from ROOT_DIRS only (the whole tree
+    costs seconds of collection per stage), and the live tier runs ``not root``: a root
+    test elsewhere would run in neither."""
+    roots = sorted(n for n in fixturenames if n.startswith("root_"))
+    if roots and tier_dir(relpath) not in ROOT_DIRS:
+        return (
+            f"{relpath} uses {', '.join(roots)}: a root test lives in "
+            f"{', '.join('tests/' + d for d in ROOT_DIRS)}"
+        )
+    return None
+
+
 def is_live_module(nodeid: str) -> bool:
     """A test listed in LIVE_MODULES (module path or id)."""
     return listed(nodeid, LIVE_MODULES)

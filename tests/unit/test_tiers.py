@@ -55,3 +55,13 @@ def test_allowed_skips_are_per_stage() -> None:
         "Open MPI (mpirun) not installed",
     ):
         assert not allowed(reason, "hybrid") and not allowed(reason, "v2only")
+
+
+def test_root_tests_and_v2only_entries_live_in_the_root_directories() -> None:
+    # scripts/test.sh collects the root and v2-only stages from ROOT_DIRS alone
+    assert tiers.root_outside_root_dirs("tests/integration/test_x.py", {"root_host"}) is None
+    assert tiers.root_outside_root_dirs("tests/live/test_x.py", {"tmp_path"}) is None
+    why = tiers.root_outside_root_dirs("tests/live/agent/test_x.py", {"root_host", "tmp_path"})
+    assert why is not None and "root_host" in why and "tests/integration" in why
+    outside = [e for e in tiers.V2ONLY if tiers.tier_dir(e) not in tiers.ROOT_DIRS]
+    assert not outside, f"V2ONLY entries outside {tiers.ROOT_DIRS}: {outside}"
