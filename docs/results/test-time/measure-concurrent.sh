@@ -23,7 +23,7 @@ run() { # label dir
   bash scripts/test.sh .venv > $out/$label.log 2>&1
   local rc=$?
   echo "   rc=$rc wall $((SECONDS - t0)) s, ended $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
-  grep -E "^== (pytest|the )|passed|failed|error" $out/$label.log | grep -vE "^[0-9.]+s (call|setup|teardown)" | sed 's/^/   /'
+  grep -E "^== (pytest|the |mypy)|passed|failed|error" $out/$label.log | grep -vE "^[0-9.]+s (call|setup|teardown)" | sed 's/^/   /'
 }
 date -u
 if need $((13*60)); then run B1 $B; fi
