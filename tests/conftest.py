@@ -89,6 +89,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 ]
                 item.add_marker(pytest.mark.xfail(reason=f"known on cgroup-v2-only: {why}"))
         if not any(item.get_closest_marker(m) for m in ("live", "root", "slow")):
+            if misplaced := tiers.fast_outside_fast_dirs(rel):
+                raise pytest.UsageError(misplaced)
             item.add_marker(pytest.mark.fast)
         if not IS_ROOT and item.get_closest_marker("root"):
             item.add_marker(pytest.mark.skip(reason="needs root (real cgroups, namespaces)"))

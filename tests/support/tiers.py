@@ -163,6 +163,18 @@ def root_outside_root_dirs(relpath: str, fixturenames: Iterable[str]) -> str | N
     return None
 
 
+def fast_outside_fast_dirs(relpath: str) -> str | None:
+    """Why a fast-tier test (no root, process or socket) at ``relpath`` is in the wrong
+    place, or None: scripts/test.sh collects the fast tier from FAST_DIRS only, and the
+    live tier runs ``not fast``, so a fast test elsewhere would run in neither."""
+    if tier_dir(relpath) in FAST_DIRS:
+        return None
+    return (
+        f"{relpath} is a fast-tier test (no root, process or socket) outside "
+        f"{', '.join('tests/' + d for d in FAST_DIRS)}: move it there"
+    )
+
+
 def is_live_module(nodeid: str) -> bool:
     """A test listed in LIVE_MODULES (module path or id)."""
     return listed(nodeid, LIVE_MODULES)

@@ -65,3 +65,11 @@ def test_root_tests_and_v2only_entries_live_in_the_root_directories() -> None:
     assert why is not None and "root_host" in why and "tests/integration" in why
     outside = [e for e in tiers.V2ONLY if tiers.tier_dir(e) not in tiers.ROOT_DIRS]
     assert not outside, f"V2ONLY entries outside {tiers.ROOT_DIRS}: {outside}"
+
+
+def test_fast_tests_live_in_the_fast_directories() -> None:
+    # scripts/test.sh collects the fast tier from FAST_DIRS alone
+    assert tiers.fast_outside_fast_dirs("tests/unit/agent/test_x.py") is None
+    assert tiers.fast_outside_fast_dirs("tests/property/test_x.py") is None
+    why = tiers.fast_outside_fast_dirs("tests/test_x.py")
+    assert why is not None and "tests/test_x.py" in why and "tests/unit" in why
