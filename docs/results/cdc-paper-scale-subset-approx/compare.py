@@ -30,9 +30,10 @@ def pct(a: float, b: float) -> float:
 
 
 def line(xs: list[float], unit: str) -> str:
+    m = statistics.fmean(abs(x) for x in xs)
     return (
-        f"mean {statistics.fmean(xs):+.2f}{unit} (min {min(xs):+.2f}, max {max(xs):+.2f}, "
-        f"mean |.| {statistics.fmean(abs(x) for x in xs):.2f})"
+        f"mean {statistics.fmean(xs):+.2f}{unit} (min {min(xs):+.2f}{unit}, "
+        f"max {max(xs):+.2f}{unit}, mean |.| {m:.2f}{unit})"
     )
 
 
