@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -228,6 +228,39 @@ def _fig3_stats(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str
     return pts, trace.fig3_stats(pts)
 
 
+def _fig13_claims(
+    suffix: str,
+    label: str,
+    d: Difference,
+    means: tuple[float, float],
+    without: Sequence[Mapping[str, Any]],
+    unit: str,
+) -> list[Claim]:
+    """Fig. 13's two claims from the paired costs ``d`` (one per seed or run, ``unit``),
+    the mean responses without and with detection, and the runs ``without`` it."""
+    lo, hi = COST
+    v, why = judge(d, +1, within=lo <= d.mean <= hi)
+    cost = d.text("{:+.2f} %")
+    if unit != "seed":
+        cost = cost.replace("per seed", f"per {unit}").replace("(one seed)", f"(one {unit})")
+    shares = [float(w["cpu_pairs_share"]) / float(w["paired_share"])
+              if w["paired_share"] else 0.0 for w in without]  # fmt: skip
+    mean = sum(shares) / len(shares)
+    v2, why2 = judge_value([mean < CPU_PAIRS, *(x < CPU_PAIRS for x in shares)],
+                           f"under {CPU_PAIRS:.0%} of the paired quanta")  # fmt: skip
+    return [
+        Claim(f"wiseman2003/fig13/sharp-change-cost{suffix}", "§4.2.3, Fig. 13(b)",
+              "with sharp-change detection the response time was longer by just "
+              f"about 1 percent (tolerance: longer by {lo:g}–{hi:g} %)",
+              f"{label}: {means[0]:.1f} s → {means[1]:.1f} s, {cost}", v, why),
+        Claim(f"wiseman2003/fig13/cpu-alone{suffix}", "§4.2.3, Fig. 13(a)",
+              "without detection, high-CPU phases run alone and low-CPU phases "
+              "pair (a pair of compute phases only now and then)",
+              f"{label}: compute-phase pairs " + ", ".join(f"{x:.0%}" for x in shares)
+              + " of the paired quanta", v2, why2),
+    ]  # fmt: skip
+
+
 def claims(data: Mapping[str, Any]) -> list[Claim]:
     out: list[Claim] = []
     f3 = _fig3_stats(data)
@@ -247,54 +280,20 @@ def claims(data: Mapping[str, Any]) -> list[Claim]:
                          f"{st['new_job_points']:.0f} new-job points at 1.0", v, why))  # fmt: skip
     seeds, costs = _costs(data)
     if seeds:
-        d = Difference(tuple(costs))
-        lo, hi = COST
-        v, why = judge(d, +1, within=lo <= d.mean <= hi)
         a, b = _fig13(data, True), _fig13(data, False)
         ma = sum(a[s]["mean_response"] for s in seeds) / len(seeds)
         mb = sum(b[s]["mean_response"] for s in seeds) / len(seeds)
-        out.append(Claim("wiseman2003/fig13/sharp-change-cost", "§4.2.3, Fig. 13(b)",
-                         "with sharp-change detection the response time was longer by just "
-                         f"about 1 percent (tolerance: longer by {lo:g}–{hi:g} %)",
-                         f"simulated, {len(seeds)} seeds: {ma:.1f} s → {mb:.1f} s, "
-                         f"{d.text('{:+.2f} %')}", v, why))  # fmt: skip
-        shares = [float(a[s]["cpu_pairs_share"]) / float(a[s]["paired_share"])
-                  if a[s]["paired_share"] else 0.0 for s in seeds]  # fmt: skip
-        mean = sum(shares) / len(shares)
-        v2, why2 = judge_value([mean < CPU_PAIRS, *(x < CPU_PAIRS for x in shares)],
-                               f"under {CPU_PAIRS:.0%} of the paired quanta")  # fmt: skip
-        out.append(Claim("wiseman2003/fig13/cpu-alone", "§4.2.3, Fig. 13(a)",
-                         "without detection, high-CPU phases run alone and low-CPU phases "
-                         "pair (a pair of compute phases only now and then)",
-                         f"simulated, {len(seeds)} seeds: compute-phase pairs "
-                         + ", ".join(f"{x:.0%}" for x in shares)
-                         + " of the paired quanta", v2, why2))  # fmt: skip
+        out += _fig13_claims("", f"simulated, {len(seeds)} seeds", Difference(tuple(costs)),
+                             (ma, mb), [a[s] for s in seeds], "seed")  # fmt: skip
     live = _live13(data)
     costs_live = _live_costs(data)
     if costs_live:
-        d = Difference(tuple(c for _, c in costs_live))
-        lo, hi = COST
-        v, why = judge(d, +1, within=lo <= d.mean <= hi)
         runs = [live[k - 1] for k, _ in costs_live]
         ma = sum(r["none"]["mean_response"] for r in runs) / len(runs)
         mb = sum(r["sc"]["mean_response"] for r in runs) / len(runs)
-        out.append(Claim("wiseman2003/fig13/sharp-change-cost-live", "§4.2.3, Fig. 13(b)",
-                         "with sharp-change detection the response time was longer by just "
-                         f"about 1 percent (tolerance: longer by {lo:g}–{hi:g} %)",
-                         f"live, {_runs(len(runs))}: {ma:.1f} s → {mb:.1f} s, "
-                         + d.text("{:+.2f} %").replace("per seed", "per run")
-                         .replace("(one seed)", "(one run)"), v, why))  # fmt: skip
-        shares = [float(r["none"]["cpu_pairs_share"]) / float(r["none"]["paired_share"])
-                  if r["none"]["paired_share"] else 0.0 for r in runs]  # fmt: skip
-        mean = sum(shares) / len(shares)
-        v2, why2 = judge_value([mean < CPU_PAIRS, *(x < CPU_PAIRS for x in shares)],
-                               f"under {CPU_PAIRS:.0%} of the paired quanta")  # fmt: skip
-        out.append(Claim("wiseman2003/fig13/cpu-alone-live", "§4.2.3, Fig. 13(a)",
-                         "without detection, high-CPU phases run alone and low-CPU phases "
-                         "pair (a pair of compute phases only now and then)",
-                         f"live, {_runs(len(runs))}: compute-phase pairs "
-                         + ", ".join(f"{x:.0%}" for x in shares)
-                         + " of the paired quanta", v2, why2))  # fmt: skip
+        out += _fig13_claims("-live", f"live, {_runs(len(runs))}",
+                             Difference(tuple(c for _, c in costs_live)), (ma, mb),
+                             [r["none"] for r in runs], "run")  # fmt: skip
     return out
 
 
