@@ -28,8 +28,8 @@ second). Both are fitted like the ratio, so the per-boundary cost ``a`` splits i
 two.
 
 Where the core time not got goes: each gang run also records the CPU seconds of the
-control plane (the agents, ``python -m agent``, which run in their node's cgroup and so
-on the node's core, and the controller, a child of this process) and the idle time of
+control plane (the agents the cluster state records, which run in their node's cgroup
+and so on the node's core, and the controller, a child of this process) and the idle time of
 each core (/proc/stat), both per second of the run and over the two cores. Fitted
 against 1/q as well, their slopes say how much of the per-boundary loss is the
 control plane's CPU and how much the cores sat idle.
@@ -61,18 +61,17 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from gang_efficiency import Settings, compute_gcomp, run  # noqa: E402
 
+from testbed.cluster import state as cluster_state  # noqa: E402
 from testbed.experiment.harness import LiveError  # noqa: E402
 from testbed.experiment.harness.cluster import local_cluster, require_root  # noqa: E402
 
 
 def fit(points: list[tuple[float, float]]) -> tuple[float, float, float]:
     """Least squares of loss = a * x + b over (x = 1/q, loss): a, b and a's standard error."""
-    n = len(points)
-    mx = statistics.fmean(x for x, _ in points)
-    my = statistics.fmean(y for _, y in points)
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    a = sum((x - mx) * (y - my) for x, y in points) / sxx
-    b = my - a * mx
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    a, b = statistics.linear_regression(xs, ys)
+    n, mx = len(points), statistics.fmean(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
     resid = sum((y - (a * x + b)) ** 2 for x, y in points)
     se = math.sqrt(resid / (n - 2) / sxx) if n > 2 else math.nan
     return a, b, se
@@ -94,18 +93,17 @@ def cpu_split(ded: list[dict[str, Any]], gang: list[list[dict[str, Any]]]) -> tu
     return got, per_cpu
 
 
-def agents_cpu() -> float:
-    """User + system CPU seconds of every live agent process (not their children)."""
+def agents_cpu(state_file: str) -> float:
+    """User + system CPU seconds of the cluster's agents (its state's records; not their
+    children, the jobs)."""
+    st = cluster_state.load(os.path.dirname(state_file))
     total = 0.0
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = p.info["cmdline"] or []
-        # [python, -I|-P, -m, agent, ...] (common/daemons.py python_argv)
-        if "-m" in cmd[:4] and cmd[cmd.index("-m") + 1 :][:1] == ["agent"]:
-            try:
-                t = p.cpu_times()
-            except psutil.Error:
-                continue
-            total += t.user + t.system
+    for rec in st.agents if st else []:
+        try:
+            t = psutil.Process(rec.pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
     return total
 
 
@@ -162,10 +160,10 @@ def main() -> int:
                 for q in order:
                     t0 = time.monotonic()
                     gang_rep: list[list[dict[str, Any]]] = []
-                    ag0, ch0, (id0, tot0) = agents_cpu(), children_cpu(), cores_idle()
+                    ag0, ch0, (id0, tot0) = agents_cpu(info["state"]), children_cpu(), cores_idle()
                     rates, kept = run(info["state"], q, 2, a.seconds, a.nodes,
                                       run_dir / f"{k}-gang-{q:g}", gcomp, gang_rep)  # fmt: skip
-                    ag1, ch1, (id1, tot1) = agents_cpu(), children_cpu(), cores_idle()
+                    ag1, ch1, (id1, tot1) = agents_cpu(info["state"]), children_cpu(), cores_idle()
                     ratio = sum(rates) / ded[0]
                     got, per_cpu = cpu_split(ded_rep[0], gang_rep)
                     # per second of the cores (both): the agents', the controller's, idle
@@ -190,19 +188,19 @@ def main() -> int:
         return 2
     print()
     for q in quanta:
-        rs = [r["ratio"] for r in rows if r["quantum"] == q]
+        at = [r for r in rows if r["quantum"] == q]
+        rs = [r["ratio"] for r in at]
         sd = statistics.stdev(rs) if len(rs) > 1 else 0.0
-        missed = sum(int(r["quanta"]["missed_boundaries"] or 0) for r in rows if r["quantum"] == q)
+        missed = sum(int(r["quanta"]["missed_boundaries"] or 0) for r in at)
         print(f"quantum {q * 1000:5g} ms: two together / one alone mean {statistics.fmean(rs):.3f} "
               f"(min {min(rs):.3f}, max {max(rs):.3f}, sd {sd:.3f}) over {len(rs)} rounds; "
               f"{missed} boundaries missed")  # fmt: skip
-        got = statistics.fmean(r["cpu_got"] for r in rows if r["quantum"] == q)
-        per = statistics.fmean(r["work_per_cpu"] for r in rows if r["quantum"] == q)
-        pl = {k: statistics.fmean(r[k] for r in rows if r["quantum"] == q)
-              for k in ("agents", "controller", "idle")}  # fmt: skip
+        m = {k: statistics.fmean(r[k] for r in at)
+             for k in ("cpu_got", "work_per_cpu", "agents", "controller", "idle")}  # fmt: skip
         print(
-            f"{'':18}CPU got {got:.3f}, work per CPU s {per:.3f}; of the cores: agents "
-            f"{pl['agents']:.3f}, controller {pl['controller']:.3f}, idle {pl['idle']:.3f}"
+            f"{'':18}CPU got {m['cpu_got']:.3f}, work per CPU s {m['work_per_cpu']:.3f}; of the "
+            f"cores: agents {m['agents']:.3f}, controller {m['controller']:.3f}, idle "
+            f"{m['idle']:.3f}"
         )
     fits = {}
     for key, label, sign in (("ratio", "loss", -1), ("cpu_got", "CPU not got", -1),

@@ -206,12 +206,13 @@ def _live13(data: Mapping[str, Any]) -> list[dict[str, dict[str, Any]]]:
     return out
 
 
-def _live_costs(data: Mapping[str, Any]) -> list[tuple[int, float]]:
-    """Per live run (numbered from 1) in which all jobs of both settings ended by
-    themselves: how much longer the mean response is with detection, in %."""
+def _live_costs(live: Sequence[Mapping[str, Any]]) -> list[tuple[int, float]]:
+    """Per live run of ``live`` (:func:`_live13`, numbered from 1) in which all jobs of
+    both settings ended by themselves: how much longer the mean response is with
+    detection, in %."""
     return [
         (k, 100.0 * (r["sc"]["mean_response"] / r["none"]["mean_response"] - 1))
-        for k, r in enumerate(_live13(data), 1)
+        for k, r in enumerate(live, 1)
         if {"none", "sc"} <= set(r) and all(x["done"] == x["jobs"] for x in r.values())
     ]
 
@@ -286,7 +287,7 @@ def claims(data: Mapping[str, Any]) -> list[Claim]:
         out += _fig13_claims("", f"simulated, {len(seeds)} seeds", Difference(tuple(costs)),
                              (ma, mb), [a[s] for s in seeds], "seed")  # fmt: skip
     live = _live13(data)
-    costs_live = _live_costs(data)
+    costs_live = _live_costs(live)
     if costs_live:
         runs = [live[k - 1] for k, _ in costs_live]
         ma = sum(r["none"]["mean_response"] for r in runs) / len(runs)
@@ -390,7 +391,7 @@ def markdown(data: Mapping[str, Any]) -> str:
                     f"{_pair_cols(x)} | {_num(x['phase_cpu'], '{:.2f}')} | "
                     f"{x['done']}/{x['jobs']} | {trace.fmt_busy(x['busy'])} |"
                 )
-        lc = _live_costs(data)
+        lc = _live_costs(live)
         if lc:
             est = Estimate(tuple(c for _, c in lc)).text("{:.2f}")
             lines += ["", "Longer with detection, per run: "
