@@ -33,15 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed.sim.cdc.engine import Fluid
 from testbed.sim.cdc.run import run_cdc
 from testbed.sweep import RunSpec, SweepOptions, run_sweep
 
 SCHEMES = ("batch", "local", "dcs", "pb", "ib", "sb", "hybrid", "cc-s", "cc-b")
 FLUID = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
-# fluid mode's options that move its figures (testbed/sim/cdc/engine.py Fluid; their
-# error against exact runs is in docs/simulator.md): off unless a spec asks, as in
+# fluid mode's options that move its figures: Fluid's switches (their error against exact
+# runs is in docs/simulator.md), off unless a spec asks, as in
 # ``fluid = {whole_reps = true, past_queued = true}``
-FLUID_OPTIONS = ("whole_reps", "past_queued")
+FLUID_OPTIONS = tuple(f.name for f in dataclasses.fields(Fluid) if f.type == "bool")
 
 
 class StudyError(ValueError):
