@@ -87,11 +87,13 @@ def start_relay(
     log: Path,
     *,
     failsafe: float = 30.0,
+    timeout: float = 2.0,
 ) -> subprocess.Popen[bytes]:
     """One relay process (controller/relay.py) over a slice of the state's nodes."""
     argv = [sys.executable, "-m", "controller.relay", "--name", name, "--listen",
             f"{addr[0]}:{addr[1]}", "--state", str(state), "--slice", slice_, "--key-file",
-            str(key_file), "--failsafe-timeout", str(failsafe)]  # fmt: skip
+            str(key_file), "--failsafe-timeout", str(failsafe),
+            "--timeout", str(timeout)]  # fmt: skip
     return _started(argv, log, f"relay {name}:")
 
 
@@ -222,7 +224,7 @@ def run_one(
         for i, info in enumerate(infos):
             procs.append(start_relay(info.name, info.address, state,
                                      f"{i * per}:{i * per + len(info.nodes)}", kf,
-                                     tmpd / "relay.log"))  # fmt: skip
+                                     tmpd / "relay.log", timeout=args.relay_timeout))  # fmt: skip
         others = [psutil.Process(p.pid) for p in procs]
         out = measure(n, policy, args.quanta, key, args.base_port, args.mode, infos, others,
                       args.profile)  # fmt: skip
@@ -260,6 +262,10 @@ def main() -> int:
                     help="topologies: 0 = the controller talks to every agent; auto = about "
                     "sqrt(N) relays (controller/relay.py); or a number")  # fmt: skip
     ap.add_argument("--base-port", type=int, default=17000)
+    ap.add_argument("--relay-timeout", type=float, default=2.0, metavar="S",
+                    help="each relay's wait for an agent's reply (default 2 s, the relay's "
+                    "own default); at 4,096 emulated nodes one emulated host needs longer "
+                    "than that per quantum on two cores")  # fmt: skip
     ap.add_argument("--profile", type=int, default=0, metavar="K",
                     help="profile the controller over the measured quanta and print its K "
                     "costliest functions per row (profiling slows it: do not compare the "
@@ -277,7 +283,8 @@ def main() -> int:
     raise_fd_limit(max(counts))
     print(
         f"host: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; {args.quanta} quanta"
-        f" per row, back to back, {args.mode} mode; two full-width jobs (every node switches)"
+        f" per row, back to back, {args.mode} mode; two full-width jobs (every node switches);"
+        f" relays wait {args.relay_timeout:g} s for an agent"
     )
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="cosched-scale-") as tmpd:

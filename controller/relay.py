@@ -229,7 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slice", default=None, help="START:END of the state's nodes (default all)")
     ap.add_argument("--key-file", required=True, help="the cluster's key (0600)")
     ap.add_argument("--failsafe-timeout", type=float, default=2.0)
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=2.0,
+        help="seconds to wait for each agent's reply (default 2.0, as the controller's pool)",
+    )
     args = ap.parse_args(argv)
+    if args.timeout <= 0:
+        ap.error(f"--timeout {args.timeout}: must be a positive number of seconds")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s relay %(message)s")
     try:
         key = read_key(args.key_file, daemon_owners())
@@ -241,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     if not nodes:
         print(f"relay: no nodes in {args.state} slice {args.slice}", file=sys.stderr)
         return 2
-    relay = Relay(RelayConfig(args.name, args.listen, nodes, key, args.failsafe_timeout))
+    relay = Relay(
+        RelayConfig(args.name, args.listen, nodes, key, args.failsafe_timeout, args.timeout)
+    )
 
     def _stop(*_: object) -> None:
         relay.stopping = True
