@@ -234,3 +234,14 @@ def test_relaypool_refuses_a_node_behind_two_relays() -> None:
     infos = [RelayInfo("r0", ("127.0.0.1", 2), ("n0",)), RelayInfo("r1", ("127.0.0.1", 3), ("n0",))]
     with pytest.raises(ValueError, match="two relays"):
         RelayPool(nodes, infos, b"k" * 32)
+
+
+def test_relay_refuses_a_timeout_that_is_not_positive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        relay_main(["--name", "r0", "--listen", "127.0.0.1:1", "--state",
+                    str(tmp_path / "cluster.json"), "--key-file", str(tmp_path / "key"),
+                    "--timeout", "0"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and "--timeout 0.0: must be a positive" in err[-1]
