@@ -136,6 +136,7 @@ def measure(
     relays: list[RelayInfo],
     others: list[psutil.Process],
     profile: int = 0,
+    timeout: float = 10.0,
 ) -> dict[str, Any]:
     # what the controller's own objects hold (nodes, pool, scheduler, jobs), traced
     # only until the measured quanta start so that tracing costs them nothing
@@ -143,9 +144,9 @@ def measure(
     nodes = [NodeInfo(f"n{i}", ("127.0.0.1", port + i), "127.0.0.1", 1.0) for i in range(n)]
     pool: AgentPool | RelayPool
     pool = (
-        RelayPool(nodes, relays, key, timeout=10.0)
+        RelayPool(nodes, relays, key, timeout=timeout)
         if relays
-        else AgentPool(nodes, key, timeout=10.0)
+        else AgentPool(nodes, key, timeout=timeout)
     )
     pool.connect_all(120.0)
     sched = Scheduler(policy, {}, pool)
@@ -226,8 +227,9 @@ def run_one(
                                      f"{i * per}:{i * per + len(info.nodes)}", kf,
                                      tmpd / "relay.log", timeout=args.relay_timeout))  # fmt: skip
         others = [psutil.Process(p.pid) for p in procs]
+        # the controller waits for a relay's summary longer than the relay for its agents
         out = measure(n, policy, args.quanta, key, args.base_port, args.mode, infos, others,
-                      args.profile)  # fmt: skip
+                      args.profile, max(10.0, args.relay_timeout + 2.0))  # fmt: skip
         out["host_rss_mib"] = host_rss0 / 2**20
         return out
     finally:
@@ -263,9 +265,10 @@ def main() -> int:
                     "sqrt(N) relays (controller/relay.py); or a number")  # fmt: skip
     ap.add_argument("--base-port", type=int, default=17000)
     ap.add_argument("--relay-timeout", type=float, default=2.0, metavar="S",
-                    help="each relay's wait for an agent's reply (default 2 s, the relay's "
-                    "own default); at 4,096 emulated nodes one emulated host needs longer "
-                    "than that per quantum on two cores")  # fmt: skip
+                    help="each relay's request timeout (default 2 s, the relay's own default; "
+                    "a quantum's acks are awaited half of it); the controller's is the larger "
+                    "of 10 s and this + 2 s. At 4,096 emulated nodes on two cores one emulated "
+                    "host can need seconds per quantum")  # fmt: skip
     ap.add_argument("--profile", type=int, default=0, metavar="K",
                     help="profile the controller over the measured quanta and print its K "
                     "costliest functions per row (profiling slows it: do not compare the "
@@ -284,7 +287,7 @@ def main() -> int:
     print(
         f"host: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; {args.quanta} quanta"
         f" per row, back to back, {args.mode} mode; two full-width jobs (every node switches);"
-        f" relays wait {args.relay_timeout:g} s for an agent"
+        f" relays' request timeout {args.relay_timeout:g} s (acks awaited half of it)"
     )
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="cosched-scale-") as tmpd:
