@@ -331,6 +331,7 @@ def main() -> int:
         ns = [r["n"] for r in mine]
         parts = []
         for key_, name in (("plan", "plan"), ("fanout", "fan-out"), ("last_ack", "last ack"),
+                            ("plan_cpu", "plan in CPU time"), ("fan_cpu", "fan-out in CPU time"),
                             ("cpu", "CPU")):  # fmt: skip
             parts.append(
                 f"{name} {fit_exponent(ns, [statistics.fmean(r[key_]) for r in mine]):.2f}"
