@@ -1,4 +1,4 @@
-"""The controller's cost per quantum at 16 to 1,024 nodes (issue 15).
+"""The controller's cost per quantum at 16 to 4,096 nodes (issues 15 and 32).
 
 For each N and policy, N emulated agents (agent/emulated.py: the real agent code in one
 process, no jobs' processes, a fake cgroup tree) listen on 127.0.0.1; this process runs
