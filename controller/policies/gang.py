@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from operator import add
 
 from controller.policies.base import GangPolicy, JobRequest, PolicyError, QuantumPlan
-from controller.policies.matrix import BEST_FIT, FIRST_FIT, PLACEMENTS, OusterhoutMatrix, Placement
+from controller.policies.matrix import (
+    BEST_FIT,
+    BUDDY,
+    FIRST_FIT,
+    PLACEMENTS,
+    OusterhoutMatrix,
+    Placement,
+)
 from controller.policies.params import ParamSpec
 
 FCFS = "fcfs"
@@ -102,6 +109,9 @@ class MatrixGang(GangPolicy):
             raise PolicyError(f"unknown placement {placement!r}; expected one of {PLACEMENTS}")
         if admission not in ADMISSIONS:
             raise PolicyError(f"unknown admission {admission!r}; expected one of {ADMISSIONS}")
+        if placement == BUDDY and admission == BACKFILL:
+            # the reservation estimate counts free nodes, not free aligned blocks
+            raise PolicyError("placement buddy does not support admission backfill")
         self.matrix = OusterhoutMatrix(nodes, max_slots)
         self.placement_rule = placement
         self.admission = admission
@@ -222,7 +232,7 @@ class MatrixGang(GangPolicy):
         return True
 
     def _place(self, job: JobRequest, where: Placement) -> None:
-        self.matrix.place_at(job.job_id, where.slot, where.nodes)
+        self.matrix.place_at(job.job_id, where.slot, where.nodes, where.block)
         self._queue.remove(job)
         self._service[job.job_id] = 0.0
         self._matrix_changed()
@@ -295,10 +305,9 @@ class MatrixGang(GangPolicy):
         if where is not None:
             self.matrix.remove(job_id)
         self._queue = [j for j in self._queue if j.job_id != job_id]
+        mask = sum(1 << n for n in nodes)
         for slot in range(self.matrix.slot_count + 1):
-            free = slot == self.matrix.slot_count or all(
-                self.matrix.cell(slot, n) is None for n in nodes
-            )
+            free = slot == self.matrix.slot_count or not self.matrix.claimed_mask(slot) & mask
             if free:
                 self.matrix.place_at(job_id, slot, nodes)
                 break

@@ -77,11 +77,11 @@ def _check_band(p: PairedGang, slot: int) -> bool:
 
 def _relocate(p: PairedGang, job: int, slot: int) -> None:
     matrix = p.matrix
-    mask = matrix.job_mask(job)
+    mask = matrix.held_mask(job)  # a buddy-placed job moves with its whole block
     for other in range(matrix.slot_count):
         if other == slot:
             continue
-        if matrix.row_mask(other) & mask or not matrix.jobs_in(other):
+        if matrix.claimed_mask(other) & mask or not matrix.jobs_in(other):
             continue
         if _within_band(p, job, other):
             matrix.move(job, other)

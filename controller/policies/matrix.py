@@ -12,12 +12,34 @@ Conventions chosen here where the papers say nothing precise:
   level (``max_slots``, None = unlimited) allows it. Within the chosen row the
   job gets the ``k`` lowest-numbered free nodes -- a deterministic rule that
   packs jobs towards node 0 and leaves the high nodes as one free block.
+* **Buddy placement** (``buddy``; the buddy system of Feitelson & Rudolph's Distributed
+  Hierarchical Control, §2 and §3.2, after Peterson & Norman's buddy systems). A gang
+  of ``k`` holds, in its row, an aligned block of ``b`` nodes, ``b`` the least power
+  of two >= ``k``: nodes ``[a, a + b)`` with ``a`` a multiple of ``b``. It runs on the
+  block's ``k`` lowest nodes (DHC's "minimize the fragmentation" mapping, §3.2, puts
+  a gang's threads in the lowest part of its block); the other ``b - k`` cells are
+  *held*: no other gang is placed on them in that row (internal fragmentation, the
+  25-28 % waste of DHC's §4.1), but they are idle cells, so alternate scheduling may
+  run jobs of other rows there -- the analogue of DHC's selective disabling (§2),
+  and what Feitelson's *Packing Schemes for Gang Scheduling* (1996) says the buddy
+  scheme depends on ("the capability to gang-schedule jobs in multiple slots, if
+  there is space"). Within a row the block is the one the buddy system would split
+  off: among the free aligned blocks of size ``b``, the one whose largest free
+  aligned enclosing block is smallest (ties: the lowest address). Rows are taken
+  first-fit (the lowest row with such a block), a new row only when none has one.
+  When ``nodes`` is not a power of two the tree is that of the next power of two
+  with the missing nodes permanently held, and a block cut short by them still
+  serves a gang that fits in what remains (a gang wider than the largest such block
+  gets the whole row). Whether ParPar's master used this rule is not established
+  by the material at hand: Wiseman & Feitelson 2003 §3.1 says only that the master
+  "maintains the gang scheduling matrix" (docs/paired-fidelity.md).
 * **Compaction** (:meth:`OusterhoutMatrix.compact`). Empty rows are deleted.
   Then, from the last row upwards, a row is *eliminated* when every one of its
   jobs can move, keeping its nodes (processes do not migrate between nodes),
   into some earlier row where those nodes are free; each job goes to the
   earliest such row. A row whose jobs cannot all move is left untouched, so
-  jobs are only shuffled when doing so removes a row.
+  jobs are only shuffled when doing so removes a row. A buddy-placed job moves
+  only to a row where its whole block is free, so blocks stay aligned.
 * **Alternate scheduling** (Wiseman & Feitelson 2003 §2.6, after Feitelson's alternate
   scheduling). :meth:`OusterhoutMatrix.alternates` scans the other rows
   cyclically starting after the selected one (so the rows that wait longest
@@ -37,15 +59,24 @@ from controller.policies.base import PolicyError
 
 FIRST_FIT = "first-fit"
 BEST_FIT = "best-fit"
-PLACEMENTS: tuple[str, ...] = (FIRST_FIT, BEST_FIT)
+BUDDY = "buddy"
+PLACEMENTS: tuple[str, ...] = (FIRST_FIT, BEST_FIT, BUDDY)
 
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a job sits: its row and its nodes (ascending)."""
+    """Where a job sits: its row, its nodes (ascending) and, for a buddy-placed job, the
+    aligned block it holds in the row (ascending, a superset of ``nodes``; empty when
+    the job holds just its nodes)."""
 
     slot: int
     nodes: tuple[int, ...]
+    block: tuple[int, ...] = ()
+
+    @property
+    def held(self) -> tuple[int, ...]:
+        """The cells the job holds in its row: its block, or its nodes."""
+        return self.block or self.nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +121,7 @@ class OusterhoutMatrix:
         self._rows: list[list[int | None]] = []
         self._where: dict[int, Placement] = {}
         self._mask: dict[int, int] = {}  # job -> its nodes as a bit set
+        self._held: dict[int, int] = {}  # job -> the cells it holds (its block) as a bit set
         #: Bumped by every change of the cells; callers key derived data on it.
         self.version = 0
         # Each row carries a stamp, renewed whenever its cells change and kept
@@ -101,6 +133,7 @@ class OusterhoutMatrix:
         self._busy_cache: dict[int, tuple[int, ...]] = {}
         self._free_cache: dict[int, tuple[int, ...]] = {}
         self._row_mask_cache: dict[int, int] = {}
+        self._claimed_cache: dict[int, int] = {}
         self._snapshot: RowsSnapshot | None = None
 
     # ----------------------------------------------------------------- queries
@@ -166,14 +199,39 @@ class OusterhoutMatrix:
         raise PolicyError(f"no slot {slot} (matrix has {len(self._rows)})")
 
     def free_nodes(self, slot: int) -> tuple[int, ...]:
-        """Nodes with an empty cell in ``slot`` (ascending)."""
+        """Nodes of ``slot`` a new job may be placed on (ascending): empty cells not
+        held by a buddy-placed job's block."""
         stamp = self.row_stamp(slot)
         cached = self._free_cache.get(stamp)
         if cached is None:
             row = self._rows[slot]
             cached = tuple(compress(range(len(row)), map(is_, row, repeat(None))))
+            claimed = self.claimed_mask(slot)
+            if claimed != self.row_mask(slot):
+                cached = tuple(n for n in cached if not claimed >> n & 1)
             self._free_cache[stamp] = cached
         return cached
+
+    def claimed_mask(self, slot: int) -> int:
+        """Cells of ``slot`` held by its jobs as a bit set: their nodes and, for
+        buddy-placed jobs, the rest of their blocks. Equal to :meth:`row_mask` when no
+        job of the row holds more than its nodes."""
+        stamp = self.row_stamp(slot)
+        cached = self._claimed_cache.get(stamp)
+        if cached is None:
+            cached = 0
+            held = self._held
+            for job in self.jobs_in(slot):
+                cached |= held[job]
+            self._claimed_cache[stamp] = cached
+        return cached
+
+    def held_mask(self, job_id: int) -> int:
+        """The cells a placed job holds in its row (its block, or its nodes) as a bit set."""
+        mask = self._held.get(job_id)
+        if mask is None:
+            raise PolicyError(f"job {job_id} is not in the matrix")
+        return mask
 
     def busy_nodes(self, slot: int) -> tuple[int, ...]:
         """Nodes with a job in ``slot`` (ascending)."""
@@ -242,6 +300,8 @@ class OusterhoutMatrix:
         self._check_size(size)
         if placement not in PLACEMENTS:
             raise PolicyError(f"unknown placement {placement!r}; expected one of {PLACEMENTS}")
+        if placement == BUDDY:
+            return self._find_buddy(size)
         best: tuple[int, int] | None = None  # (free cells left, slot)
         for slot in range(len(self._rows)):
             free = self.free_nodes(slot)
@@ -259,15 +319,64 @@ class OusterhoutMatrix:
             return Placement(len(self._rows), tuple(range(size)))
         return None
 
+    def _find_buddy(self, size: int) -> Placement | None:
+        """:meth:`find` for ``buddy`` (module docstring): the first row with a free
+        aligned block of the least power of two >= ``size`` nodes, the block the buddy
+        system would split off there."""
+        width = 1 << (size - 1).bit_length()
+        span = 1 << (self.nodes - 1).bit_length()  # the buddy tree's width
+        absent = ((1 << span) - 1) & ~((1 << self.nodes) - 1)  # nodes past the machine
+        for slot in range(len(self._rows)):
+            start = self._buddy_block(self.claimed_mask(slot) | absent, size, width, span)
+            if start is not None:
+                return self._buddy_placement(slot, start, size, width)
+        if self.can_add_slot():
+            start = self._buddy_block(absent, size, width, span)
+            if start is not None:  # always: an empty row has the block at 0
+                return self._buddy_placement(len(self._rows), start, size, width)
+        return None
+
+    def _buddy_block(self, taken: int, size: int, width: int, span: int) -> int | None:
+        """Start of the free aligned ``width``-block (cut at the machine's end, with room
+        for ``size``) whose largest free aligned enclosing block is smallest; ties: the
+        lowest start. ``taken`` holds the cells already held, absent nodes included."""
+        best: tuple[int, int] | None = None  # (enclosing free block's width, start)
+        real = (1 << self.nodes) - 1
+        for start in range(0, span, width):
+            if min(start + width, self.nodes) - start < size:
+                continue
+            if taken & (((1 << width) - 1) << start) & real:
+                continue
+            free_width = width
+            while free_width < span:
+                parent = start & ~(2 * free_width - 1)
+                if taken & (((1 << (2 * free_width)) - 1) << parent):
+                    break
+                free_width *= 2
+            if best is None or free_width < best[0]:
+                best = (free_width, start)
+        return None if best is None else best[1]
+
+    def _buddy_placement(self, slot: int, start: int, size: int, width: int) -> Placement:
+        block = tuple(range(start, min(start + width, self.nodes)))
+        nodes = block[:size]
+        return Placement(slot, nodes, () if block == nodes else block)
+
     def place(self, job_id: int, size: int, placement: str = FIRST_FIT) -> Placement | None:
         """Place a gang by the placement rule; None if no row can take it."""
         where = self.find(size, placement)
         if where is not None:
-            self.place_at(job_id, where.slot, where.nodes)
+            self.place_at(job_id, where.slot, where.nodes, where.block)
         return where
 
-    def place_at(self, job_id: int, slot: int, nodes: Iterable[int]) -> Placement:
-        """Put a job on given free cells; ``slot == slot_count`` opens a new row."""
+    def place_at(
+        self, job_id: int, slot: int, nodes: Iterable[int], block: Iterable[int] = ()
+    ) -> Placement:
+        """Put a job on given free cells; ``slot == slot_count`` opens a new row.
+
+        ``block`` (a superset of ``nodes``, buddy placement) is the cells the job holds
+        in the row beyond its nodes; none of them may be held by another job.
+        """
         if job_id in self._where:
             raise PolicyError(f"job {job_id} is already placed")
         chosen = tuple(sorted(set(nodes)))
@@ -275,6 +384,14 @@ class OusterhoutMatrix:
             raise PolicyError(f"job {job_id}: no nodes given")
         if chosen[0] < 0 or chosen[-1] >= self.nodes:
             raise PolicyError(f"job {job_id}: node out of range in {chosen}")
+        held = tuple(sorted(set(block)))
+        if held:
+            if not set(chosen) <= set(held):
+                raise PolicyError(f"job {job_id}: nodes {chosen} are not in its block {held}")
+            if held[0] < 0 or held[-1] >= self.nodes:
+                raise PolicyError(f"job {job_id}: node out of range in block {held}")
+            if held == chosen:
+                held = ()
         if slot == len(self._rows):
             if not self.can_add_slot():
                 raise PolicyError(f"job {job_id}: no new slot allowed (max_slots={self.max_slots})")
@@ -284,14 +401,20 @@ class OusterhoutMatrix:
         busy = [n for n in chosen if row[n] is not None]
         if busy:
             raise PolicyError(f"job {job_id}: nodes {busy} of slot {slot} are occupied")
+        held_mask = sum(1 << n for n in held or chosen)
+        clash = self.claimed_mask(slot) & held_mask
+        if clash:
+            cells = [n for n in range(self.nodes) if clash >> n & 1]
+            raise PolicyError(f"job {job_id}: cells {cells} of slot {slot} are held")
         mask = 0
         for n in chosen:
             row[n] = job_id
             mask |= 1 << n
         self._touch(slot)
-        where = Placement(slot, chosen)
+        where = Placement(slot, chosen, held)
         self._where[job_id] = where
         self._mask[job_id] = mask
+        self._held[job_id] = held_mask
         return where
 
     def remove(self, job_id: int) -> Placement:
@@ -303,6 +426,7 @@ class OusterhoutMatrix:
         self._touch(where.slot)
         del self._where[job_id]
         del self._mask[job_id]
+        del self._held[job_id]
         return where
 
     def move(self, job_id: int, slot: int) -> Placement:
@@ -311,13 +435,13 @@ class OusterhoutMatrix:
         if slot == old.slot:
             return old
         if slot < len(self._rows):
-            row = self._row(slot)
-            if any(row[n] is not None for n in old.nodes):
+            self._row(slot)
+            if self.claimed_mask(slot) & self._held[job_id]:
                 raise PolicyError(f"job {job_id}: its nodes are not free in slot {slot}")
         elif slot != len(self._rows) or not self.can_add_slot():
             raise PolicyError(f"job {job_id}: cannot move to slot {slot}")
         self.remove(job_id)
-        return self.place_at(job_id, slot, old.nodes)
+        return self.place_at(job_id, slot, old.nodes, old.block)
 
     def compact(self) -> Compaction:
         """Delete empty rows, then eliminate trailing rows whose jobs fit above.
@@ -328,10 +452,10 @@ class OusterhoutMatrix:
         """
         moved_old: dict[int, tuple[int, int]] = {}  # job -> (original row, target row)
         rows = self._rows
-        masks = self._mask
-        # Work on original indices, rows as bit sets of busy nodes; a row is
+        masks = self._held  # a job needs its whole block free (buddy), else its nodes
+        # Work on original indices, rows as bit sets of held cells; a row is
         # alive until deleted (empty, or all its jobs moved up).
-        busy = [self.row_mask(s) for s in range(len(rows))]
+        busy = [self.claimed_mask(s) for s in range(len(rows))]
         alive = [b != 0 for b in busy]
         for r in range(len(rows) - 1, 0, -1):
             if not alive[r]:
@@ -354,11 +478,12 @@ class OusterhoutMatrix:
             for target in set(plan.values()):
                 self._touch(target)
             for job, target in plan.items():
-                nodes = self._where[job].nodes
+                old_where = self._where[job]
+                nodes = old_where.nodes
                 for n in nodes:
                     rows[r][n] = None
                     rows[target][n] = job
-                self._where[job] = Placement(target, nodes)
+                self._where[job] = Placement(target, nodes, old_where.block)
                 first = moved_old.get(job)
                 moved_old[job] = (r if first is None else first[0], target)
                 busy[target] |= masks[job]
@@ -381,7 +506,7 @@ class OusterhoutMatrix:
             for job, where in list(self._where.items()):
                 new = slot_map[where.slot]
                 if new != where.slot:
-                    self._where[job] = Placement(new, where.nodes)
+                    self._where[job] = Placement(new, where.nodes, where.block)
         moved = {job: (old, slot_map[target]) for job, (old, target) in moved_old.items()}
         return Compaction(slot_map=slot_map, moved=moved)
 
@@ -457,14 +582,24 @@ class OusterhoutMatrix:
                 seen.setdefault(job, (s, []))[1].append(n)
         if set(seen) != set(self._where):
             raise PolicyError("cell contents and job index disagree")
+        claimed: dict[int, int] = {}
         for job, (s, nodes) in seen.items():
-            if self._where[job] != Placement(s, tuple(nodes)):
-                raise PolicyError(f"job {job}: index says {self._where[job]}, cells say {s}")
+            where = self._where[job]
+            if (where.slot, where.nodes) != (s, tuple(nodes)):
+                raise PolicyError(f"job {job}: index says {where}, cells say {s}")
             if self._mask.get(job) != sum(1 << n for n in nodes):
                 raise PolicyError(f"job {job}: node bit set disagrees with its cells")
+            if not set(where.nodes) <= set(where.held) or where.block == where.nodes:
+                raise PolicyError(f"job {job}: block {where.block} does not extend its nodes")
+            held = sum(1 << n for n in where.held)
+            if self._held.get(job) != held:
+                raise PolicyError(f"job {job}: held bit set disagrees with its block")
+            if claimed.get(s, 0) & held:
+                raise PolicyError(f"job {job}: its block overlaps another job's in row {s}")
+            claimed[s] = claimed.get(s, 0) | held
         if len(self._stamps) != len(self._rows) or len(set(self._stamps)) != len(self._rows):
             raise PolicyError("row stamps disagree with the rows")
-        if set(self._mask) != set(self._where):
+        if set(self._mask) != set(self._where) or set(self._held) != set(self._where):
             raise PolicyError("node bit sets and job index disagree")
         if self.max_slots is not None and len(self._rows) > self.max_slots:
             raise PolicyError(f"{len(self._rows)} rows exceed max_slots={self.max_slots}")
@@ -477,6 +612,7 @@ class OusterhoutMatrix:
         for cache in (self._jobs_cache, self._busy_cache, self._free_cache):
             cache.pop(old, None)
         self._row_mask_cache.pop(old, None)
+        self._claimed_cache.pop(old, None)
         self._stamps[slot] = self._next_stamp
         self._next_stamp += 1
 

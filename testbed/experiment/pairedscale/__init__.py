@@ -23,7 +23,7 @@ class PairedScaleStudy(Study):
         "strict gang over workload seeds, with launch, full quanta and the program's barrier"
     )
     spec_tables: ClassVar[tuple[str, ...]] = ("study", "runs", "quick")
-    specs = ("experiments/paired-scale-fig10-12.toml",)
+    specs = ("experiments/paired-scale-fig10-12.toml", "experiments/paired-placement.toml")
     has_quick = True  # 150 jobs, two loads, two seeds
 
     def load(self, doc: Table) -> Any:
