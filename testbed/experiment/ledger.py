@@ -43,6 +43,11 @@ T = "paired-trace-fig3-13"  # issue 25: Figs. 3 and 13
 TN = "in the simulator, five seeds jittering the copies"
 TL = "live: 2 nodes at 1 s quanta, repeated runs alternating which setting runs first"
 SN = "at the paper's scale: 16 nodes, 1,000 jobs, five seeds, the execution model of issue 25"
+P = "paired-placement"  # issue 25: the matrix's placement rule
+PN = (
+    SN + "; gangs placed in aligned power-of-two blocks (the buddy system of Feitelson & "
+    "Rudolph's DHC; the paper does not state ParPar's rule) instead of first-fit"
+)
 CS = "cdc-paper-scale"  # issue 24: the CDC simulator at the paper's node count and speeds
 CSN = (
     "in the simulator: 16 nodes at the paper's two speeds, five seeds; 20-job streams "
@@ -162,6 +167,10 @@ PAPERS: dict[str, tuple[Row, ...]] = {
               ("§4.2", "an experiment took 8-11 hours, longer at lower loads",
                "s4.2/run-length", False),
           )),
+        *(Row("§4.2.1, Fig. 10", f"at load {load} paired gang's response time is {says} "
+              "faster (tolerance ±25 %)", P, (f"wiseman2003/fig10/ratio-{load}-buddy",),
+              note=PN)
+          for load, says in (("0.5", "about twice"), ("0.95", "nearly six times"))),
         Row("§4.2.3, Fig. 13(a)", "four QCRD copies: high-CPU phases run alone, low-CPU phases "
             "pair", T, ("wiseman2003/fig13/cpu-alone",), note=TN),
         Row("§4.2.3, Fig. 13(a)", "four QCRD copies: high-CPU phases run alone, low-CPU phases "

@@ -38,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from controller.policies.matrix import FIRST_FIT, PLACEMENTS
 from testbed.experiment.fields import Table
-from testbed.experiment.pairedscale.decompose import VARIANTS, Variant
+from testbed.experiment.pairedscale.decompose import ALL, VARIANTS, Variant
 from testbed.experiment.pairedscale.study import (
     Estimate,
     build_jobs,
@@ -173,16 +174,42 @@ def plan(spec: Mapping[str, Any]) -> list[RunSpec]:
         }
 
     runs: list[dict[str, Any]] = []
-    for label in TERM_VARIANTS:
+    variants = spec.get("variants", TERM_VARIANTS)
+    for label in variants:
         # alternates are strict gang's: paired gang's run is the full model's
         pols = ("gang",) if by[label].gang_params else ("gang", "paired-gang")
         runs += [params("overload", by[label], p, spec["overload"], 1.0) for p in pols]
+    for v in placement_variants(spec):
+        for p in ("gang", "paired-gang") if v["label"] == v["placement"] else ("gang",):
+            run = params("overload", by["full"], p, spec["overload"], 1.0)
+            pp = {"placement": v["placement"]}
+            if v["label"] != v["placement"]:
+                pp["alternate"] = "false"
+            runs.append({**run, "variant": v["label"], "params": pp})
     for stream in spec["streams"]:
         for load in spec["loads"]:
             runs.append(params("capacity", by["full"], "paired-gang", load, 1.0, stream))
             runs += [params("capacity", by["full"], "gang", load, c, stream)
                      for c in spec["capacities"]]  # fmt: skip
     return [RunSpec("paired-capacity", p, seed, run_one) for p in runs for seed in spec["seeds"]]
+
+
+def placement_variants(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The overload runs of ``[study] placements`` (the matrix's rule for a new gang,
+    controller/policies/matrix.py): both policies under each rule with the full model, and
+    strict gang without alternates where the spec runs that variant; each compared with
+    its first-fit counterpart (``base``)."""
+    out: list[dict[str, Any]] = []
+    for place in spec.get("placements", []):
+        out.append({"label": place, "placement": place, "base": "full",
+                    "what": f"placement {place} (full model)", "terms": sorted(ALL)})  # fmt: skip
+        if "gang-no-alternates" in spec.get("variants", TERM_VARIANTS):
+            out.append({
+                "label": f"{place}-no-alternates", "placement": place,
+                "base": "gang-no-alternates",
+                "what": f"placement {place}, strict gang without alternate scheduling",
+                "terms": sorted(ALL)})  # fmt: skip
+    return out
 
 
 def run(spec: Mapping[str, Any], opts: SweepOptions) -> dict[str, Any]:
@@ -201,8 +228,9 @@ def run(spec: Mapping[str, Any], opts: SweepOptions) -> dict[str, Any]:
             "variants": [
                 {"label": v.label, "what": v.what, "terms": list(v.terms)}
                 for v in VARIANTS
-                if v.label in TERM_VARIANTS
-            ],
+                if v.label in spec.get("variants", TERM_VARIANTS)
+            ]
+            + placement_variants(spec),
             "runs": len(specs),
             "wall_seconds": round(time.perf_counter() - began, 1),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -265,7 +293,8 @@ def _overload_section(data: Mapping[str, Any]) -> list[str]:
                 continue
             real = _by_seed(rows, "throughput_realised", **m)
             few = _by_seed(rows, "fewest_jobs_late", **m)
-            full = _by_seed(rows, "throughput_nominal", part="overload", variant="full",
+            base = str(v.get("base", "full"))
+            full = _by_seed(rows, "throughput_nominal", part="overload", variant=base,
                             policy=pol)  # fmt: skip
             if v["label"] == "full":
                 change, beyond = "—", "—"
@@ -274,6 +303,8 @@ def _overload_section(data: Mapping[str, Any]) -> list[str]:
                 d = Difference.of([thr[s] for s in seeds], [full[s] for s in seeds])
                 e = Estimate(d.values)
                 change = f"{e.mean:+.3f} ± {e.ci:.3f} ({', '.join(f'{x:+.3f}' for x in d.values)})"
+                if base != "full":
+                    change = f"against {base}: {change}"
                 beyond = "yes" if d.beyond_spread() else "no"
             out.append(
                 f"| {v['label']}: {v['what']} | {pol} | {_est(thr).text('{:.3f}')} | "
@@ -295,6 +326,8 @@ def _overload_section(data: Mapping[str, Any]) -> list[str]:
 
 def _capacity_section(data: Mapping[str, Any]) -> list[str]:
     rows, meta = data["runs"], data["meta"]
+    if not meta["streams"]:
+        return []
     caps = sorted(meta["capacities"], reverse=True)
     out = [
         "## What-if, not a measurement: strict gang with capacity c",
@@ -377,24 +410,41 @@ class CapacityStudy(Study):
         "under overload, and the capacity loss the paper's ratios imply (what-if)"
     )
     spec_tables: ClassVar[tuple[str, ...]] = ("study", "quick")
-    specs = ("experiments/paired-capacity.toml",)
+    specs = ("experiments/paired-capacity.toml", "experiments/paired-placement-capacity.toml")
     has_quick = True
 
     def load(self, doc: Table) -> Any:
         st = doc.table("study", required=True)
-        st.only({"name", "seeds", "overload", "capacities", "loads", "streams"})
+        st.only({"name", "seeds", "overload", "capacities", "loads", "streams", "variants",
+                 "placements"})  # fmt: skip
         q = doc.table("quick")
         q.only({"seeds", "capacities", "loads"})
         seeds = st.items("seeds", int, [1, 2, 3], unique=True, minimum=1)
         caps = [
             float(c) for c in st.items("capacities", (int, float), [1.0, 0.8, 0.6], unique=True)
         ]
+        variants = st.items(
+            "variants", str, list(TERM_VARIANTS), unique=True, choices=list(TERM_VARIANTS)
+        )
+        placements = st.items(
+            "placements", str, [], unique=True, choices=[p for p in PLACEMENTS if p != FIRST_FIT]
+        )
+        if placements and "full" not in variants:
+            from testbed.experiment.fields import SpecError
+
+            raise SpecError("[study].placements: the variants must include full (first-fit)",
+                            fix='add "full" to variants')  # fmt: skip
         return {
             "name": st.text("name", "paired-capacity"),
             "seeds": seeds,
             "overload": st.number("overload", 2.0, minimum=1.0),
             "capacities": _capacities(caps, "[study].capacities"),
-            "streams": st.items("streams", str, ["lublin"], unique=True, choices=list(STREAMS)),
+            "streams": st.items(
+                "streams", str, ["lublin"], nonempty=False, unique=True, choices=list(STREAMS)
+            ),
+            # the overload variants to run (default all) and the placement rules beside them
+            "variants": variants,
+            "placements": placements,
             "loads": [
                 float(x)
                 for x in st.items(

@@ -110,6 +110,26 @@ def claims(rows: Rows) -> list[Claim]:
             f"{len(r.values)} seeds; per seed " + ", ".join(f"{x:.2f}" for x in r.values) + ")",
             v, why + f"; tolerance ±{TOLERANCE:.0%}: {lo:.2f}–{hi:.2f}",
         ))  # fmt: skip
+    # the same ratios with the matrix placing gangs by another rule (paired-placement)
+    for name, sfx in PLACEMENTS:
+        if not sfx or not (_has(rows, f"gang{sfx}") and _has(rows, f"paired{sfx}")):
+            continue
+        for load, paper in PAPER_RATIO.items():
+            r = ratio(rows, f"gang{sfx}", f"paired{sfx}", load, "mean_response")
+            if not r.values:
+                continue
+            lo, hi = paper * (1 - TOLERANCE), paper * (1 + TOLERANCE)
+            v, why = _judge_ratio(r.values, r.mean, lo, hi)
+            out.append(Claim(
+                f"wiseman2003/fig10/ratio-{load:g}-{name}", "§4.2.1, Fig. 10",
+                f"at load {load:g} paired gang's response is "
+                f"{'about twice' if load < 0.9 else 'nearly six times'} faster ({paper:g}×); "
+                f"ours with gangs placed {name}",
+                f"gang ÷ paired mean response {r.text('{:.2f}')} (95 % CI over "
+                f"{len(r.values)} seeds; per seed " + ", ".join(f"{x:.2f}" for x in r.values)
+                + ")",
+                v, why + f"; tolerance ±{TOLERANCE:.0%}: {lo:.2f}–{hi:.2f}",
+            ))  # fmt: skip
     # the ratio grows with the load
     lo_load, hi_load = min(loads), max(loads)
     a = ratio(rows, "gang", "paired", lo_load, "mean_response")
@@ -405,6 +425,7 @@ def markdown(data: Mapping[str, Any]) -> str:
                     if r.values:
                         lines.append(f"| {load:g} | {name} | {_f(r, '{:.2f}')} |")
         lines.append("")
+    lines += _placement_section(rows, loads)
     from testbed.experiment.pairedscale.report import claims as _claims
 
     cl = _claims(rows)
@@ -425,6 +446,91 @@ def markdown(data: Mapping[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+#: the matrix's placement rules a study may compare (controller/policies/matrix.py), each
+#: with the suffix of its run labels: ``gang``, ``paired``, ``gang-no-alternates`` +
+#: suffix (first-fit, the default, has none)
+PLACEMENTS = (("first-fit", ""), ("best-fit", "-best-fit"), ("buddy", "-buddy"))
+
+
+def _placement_section(rows: Rows, loads: Sequence[float]) -> list[str]:
+    """Gang ÷ paired and strict gang's backlog per placement rule, where a study ran
+    more than first-fit (experiments/paired-placement.toml); nothing otherwise."""
+    labels = {str(r["label"]) for r in rows}
+    ran = [(name, sfx) for name, sfx in PLACEMENTS if f"gang{sfx}" in labels]
+    if not any(sfx for _, sfx in ran):
+        return []
+    lines = [
+        "## Placement: where the matrix puts a new gang",
+        "",
+        "The same workloads with strict and paired gang placing each new gang first-fit "
+        "(the lowest row with room, the lowest free nodes), best-fit (the row left with "
+        "the fewest free cells) or buddy (an aligned block of the least power of two >= "
+        "its size, in the lowest row that has one; controller/policies/matrix.py). Gang ÷ "
+        "paired mean response seed by seed, mean ± 95 % CI; its change against first-fit "
+        "is the per-seed difference on the same workloads, beyond the spread when its CI "
+        "excludes 0.",
+        "",
+        "| load | placement | gang (s) | paired (s) | gang ÷ paired | per seed | "
+        "change against first-fit | beyond spread |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for load in loads:
+        base = per_seed_ratio(rows, "gang", "paired", load)
+        for name, sfx in ran:
+            r = ratio(rows, f"gang{sfx}", f"paired{sfx}", load, "mean_response")
+            if not r.values:
+                continue
+            mine = per_seed_ratio(rows, f"gang{sfx}", f"paired{sfx}", load)
+            change, beyond = "—", "—"
+            if sfx:
+                seeds = sorted(set(mine) & set(base))
+                d = Estimate(tuple(mine[k] - base[k] for k in seeds))
+                if len(d.values) > 1:
+                    change = f"{d.mean:+.2f} ± {d.ci:.2f}"
+                    beyond = "yes" if abs(d.mean) > d.ci else "no"
+            lines.append(
+                f"| {load:g} | {name} | "
+                f"{_f(estimate(rows, f'gang{sfx}', load, 'mean_response'))} | "
+                f"{_f(estimate(rows, f'paired{sfx}', load, 'mean_response'))} | "
+                f"{_f(r, '{:.2f}')} | {', '.join(f'{v:.2f}' for v in r.values)} | "
+                f"{change} | {beyond} |"
+            )
+    lines += [
+        "",
+        "Strict gang's backlog per placement (as in Fig. 11's table): jobs in the system "
+        "and work backlog at the last arrival, and the drain after it; paired gang beside "
+        "it.",
+        "",
+        "| load | placement | run | jobs at last arrival | backlog at last arrival (node-h) "
+        "| drain (h) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for load in loads:
+        for name, sfx in ran:
+            for run in ("gang", "gang-no-alternates", "paired"):
+                lab = f"{run}{sfx}"
+                e = {k: estimate(rows, lab, load, k) for k in (
+                    "in_system_at_last_arrival", "backlog_at_last_arrival_h",
+                    "drain_h")}  # fmt: skip
+                if not e["drain_h"].values:
+                    continue
+                lines.append(
+                    f"| {load:g} | {name} | {run} | "
+                    f"{_f(e['in_system_at_last_arrival'], '{:.0f}')} | "
+                    f"{_f(e['backlog_at_last_arrival_h'], '{:.1f}')} | "
+                    f"{_f(e['drain_h'], '{:.2f}')} |"
+                )
+    lines.append("")
+    return lines
+
+
+def per_seed_ratio(rows: Rows, a: str, b: str, load: float) -> dict[int, float]:
+    """Seed -> ``a`` ÷ ``b`` mean response, for the seeds both ran."""
+    x = per_seed(rows, a, load, "mean_response")
+    y = per_seed(rows, b, load, "mean_response")
+    return {k: x[k] / y[k] for k in sorted(set(x) & set(y)) if y[k]}
 
 
 def _ablation_pairs(labels: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -209,3 +209,18 @@ def test_params_match_constructor(cls: type[StrictGang]) -> None:
     sig = inspect.signature(cls.__init__)
     kwonly = {n: p.default for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
     assert {p.name: p.default for p in cls.PARAMS} == kwonly
+
+
+def test_buddy_placement_in_policy() -> None:
+    from controller.policies.registry import lookup, make_policy, parse_params
+
+    for name in ("gang", "paired-gang"):
+        params = parse_params(lookup(name), {"placement": "buddy"})
+        g = make_policy(name, 4, params)
+        g.submit(job(1, 3), 0.0)  # holds the whole 4-node row
+        g.submit(job(2, 1), 0.0)
+        assert g.placement(1) == (0, (0, 1, 2)) and g.placement(2) == (1, (0,))
+        g.finish(1, 1.0)  # row 0 empties; job 2 moves up
+        assert g.placement(2) == (0, (0,))
+    with pytest.raises(PolicyError, match="backfill"):
+        StrictGang(4, placement="buddy", admission="backfill")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.policies.base import PolicyError
-from controller.policies.matrix import BEST_FIT, FIRST_FIT, OusterhoutMatrix, Placement
+from controller.policies.matrix import BEST_FIT, BUDDY, FIRST_FIT, OusterhoutMatrix, Placement
 
 
 def test_first_fit_takes_lowest_row_and_lowest_nodes() -> None:
@@ -193,3 +193,101 @@ def test_bad_arguments() -> None:
         m.find(1, "worst-fit")
     with pytest.raises(PolicyError):
         m.remove(1)
+
+
+# ------------------------------------------------------------------------ buddy
+def test_buddy_gives_an_aligned_power_of_two_block_and_its_lowest_nodes() -> None:
+    m = OusterhoutMatrix(8)
+    # 3 nodes -> a 4-block at 0; the gang runs on 0-2 and holds cell 3
+    assert m.place(1, 3, BUDDY) == Placement(0, (0, 1, 2), (0, 1, 2, 3))
+    # 1 node: cells 4-7 all sit in the free 4-block [4, 8): the lowest, 4
+    assert m.place(2, 1, BUDDY) == Placement(0, (4,))
+    # 1 node: 5's buddy (4) is taken, so 5 splits nothing; 6 or 7 would split [6, 8)
+    assert m.place(3, 1, BUDDY) == Placement(0, (5,))
+    assert m.place(4, 2, BUDDY) == Placement(0, (6, 7))
+    # row 0 has no free cell (3 is held): a new row
+    assert m.free_nodes(0) == ()
+    assert m.place(5, 1, BUDDY) == Placement(1, (0,))
+    assert m.render()[0] == [1, 1, 1, None, 2, 3, 4, 4]
+    m.check()
+
+
+def test_buddy_splits_the_smallest_free_block_not_the_lowest() -> None:
+    m = OusterhoutMatrix(8)
+    m.place_at(1, 0, (4, 5))
+    # free 2-blocks: [0,2) and [2,4) inside the free 4-block [0,4); [6,8) alone
+    assert m.find(2, BUDDY) == Placement(0, (6, 7))
+    m.place_at(2, 0, (6,))
+    assert m.find(2, BUDDY) == Placement(0, (0, 1))
+
+
+def test_buddy_internal_fragmentation_opens_a_row_first_fit_would_not() -> None:
+    m = OusterhoutMatrix(8)
+    assert m.place(1, 5, BUDDY) == Placement(0, (0, 1, 2, 3, 4), tuple(range(8)))
+    assert m.row_mask(0) == 0b00011111 and m.claimed_mask(0) == 0xFF
+    assert m.free_nodes(0) == ()
+    assert m.find(3, FIRST_FIT) == Placement(1, (0, 1, 2))  # held cells are not free
+    assert m.place(2, 3, BUDDY) == Placement(1, (0, 1, 2), (0, 1, 2, 3))
+    assert m.held_mask(2) == 0b1111 and m.job_mask(2) == 0b0111
+    with pytest.raises(PolicyError, match="held"):
+        m.place_at(3, 0, (6,))  # idle but held by job 1's block
+    m.check()
+
+
+def test_buddy_on_a_machine_that_is_not_a_power_of_two() -> None:
+    m = OusterhoutMatrix(12)
+    # [8, 12) is a 4-block cut short by the missing nodes 12-15: it splits nothing
+    assert m.find(3, BUDDY) == Placement(0, (8, 9, 10), (8, 9, 10, 11))
+    # a 5-gang needs an 8-block; [8, 16) has only 4 real nodes
+    assert m.place(1, 5, BUDDY) == Placement(0, (0, 1, 2, 3, 4), tuple(range(8)))
+    # a 9-gang would need 16 nodes: it gets the whole row
+    assert m.place(2, 9, BUDDY) == Placement(1, tuple(range(9)), tuple(range(12)))
+    m.check()
+
+
+def test_alternates_run_on_cells_a_block_holds_but_does_not_use() -> None:
+    m = OusterhoutMatrix(8)
+    m.place(1, 5, BUDDY)  # runs on 0-4, holds 5-7
+    m.place_at(2, 1, (6, 7))
+    m.place_at(3, 1, (0,))
+    assert m.alternates(0) == (2,)
+    assert m.alternates(1) == ()  # job 1's nodes 1-4 are idle in row 1, node 0 is not
+
+
+def test_compaction_moves_a_buddy_job_with_its_whole_block() -> None:
+    m = OusterhoutMatrix(8)
+    m.place(1, 4, BUDDY)
+    m.place(2, 4, BUDDY)
+    assert m.place(3, 3, BUDDY) == Placement(1, (0, 1, 2), (0, 1, 2, 3))
+    m.remove(1)
+    c = m.compact()
+    assert c.moved == {3: (1, 0)} and c.slot_map == {0: 0}
+    assert m.placement_of(3) == Placement(0, (0, 1, 2), (0, 1, 2, 3))
+    assert m.claimed_mask(0) == 0xFF
+    m.check()
+
+
+def test_compaction_keeps_a_job_whose_nodes_are_free_only_in_a_held_cell() -> None:
+    m = OusterhoutMatrix(8)
+    m.place(1, 3, BUDDY)  # row 0: runs on 0-2, holds 3
+    m.place_at(2, 1, (3,))  # node 3 is idle in row 0, but held
+    c = m.compact()
+    assert not c.changed and m.slot_of(2) == 1
+    # and a buddy job whose nodes are free above but whose block is not stays too
+    m2 = OusterhoutMatrix(8)
+    m2.place_at(1, 0, (3,))
+    m2.place_at(2, 1, (0, 1, 2), (0, 1, 2, 3))
+    assert not m2.compact().changed and m2.slot_of(2) == 1
+    with pytest.raises(PolicyError, match="not free"):
+        m2.move(2, 0)
+    m2.check()
+
+
+def test_place_at_checks_the_block() -> None:
+    m = OusterhoutMatrix(8)
+    with pytest.raises(PolicyError, match="not in its block"):
+        m.place_at(1, 0, (0, 1), (1, 2))
+    with pytest.raises(PolicyError, match="out of range"):
+        m.place_at(1, 0, (7,), (7, 8))
+    # a block equal to the nodes is no block
+    assert m.place_at(1, 0, (0, 1), (0, 1)) == Placement(0, (0, 1))
