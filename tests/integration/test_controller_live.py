@@ -240,3 +240,27 @@ def test_dhc_on_the_live_cluster(live: Live) -> None:
         assert time.monotonic() < end, recs
         time.sleep(0.2)
     assert all(recs[j]["state"] == "done" for j in ids), recs
+
+
+@pytest.mark.root
+def test_buddy_placement_on_the_live_cluster(live: Live) -> None:
+    """The matrix's buddy placement (controller/policies/matrix.py) driving real agents: two
+    1-rank gangs share row 0 (1 takes the free buddy of 0), a 2-rank gang opens row 1;
+    never two jobs thawed on a node; every job ends done."""
+    live.start("gang", "--param", "placement=buddy", quantum=0.05)
+    burn = [sys.executable, "-c", "x = 0\nfor i in range(4_000_000): x += i"]
+    ids = [live.req("submit", spec={"size": s, "argv": burn, "name": f"b{k}"})["job_id"]
+           for k, s in enumerate((1, 1, 2))]  # fmt: skip
+    time.sleep(0.3)
+    slots = live.req("matrix")["slots"]
+    assert slots[:2] == [[ids[0], ids[1]], [ids[2], ids[2]]], slots
+    violations, samples = count_violations(live, 1.5)
+    assert samples > 100 and violations == 0, (violations, samples)
+    end = time.monotonic() + 90
+    while True:
+        recs = {r["job_id"]: r for r in live.req("jobs", all=True)}
+        if all(recs[j]["state"] in ("done", "failed", "killed") for j in ids):
+            break
+        assert time.monotonic() < end, recs
+        time.sleep(0.2)
+    assert all(recs[j]["state"] == "done" for j in ids), recs
