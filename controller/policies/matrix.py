@@ -12,27 +12,10 @@ Conventions chosen here where the papers say nothing precise:
   level (``max_slots``, None = unlimited) allows it. Within the chosen row the
   job gets the ``k`` lowest-numbered free nodes -- a deterministic rule that
   packs jobs towards node 0 and leaves the high nodes as one free block.
-* **Buddy placement** (``buddy``; the buddy system of Feitelson & Rudolph's Distributed
-  Hierarchical Control, §2 and §3.2, after Peterson & Norman's buddy systems). A gang
-  of ``k`` holds, in its row, an aligned block of ``b`` nodes, ``b`` the least power
-  of two >= ``k``: nodes ``[a, a + b)`` with ``a`` a multiple of ``b``. It runs on the
-  block's ``k`` lowest nodes (DHC's "minimize the fragmentation" mapping, §3.2, puts
-  a gang's threads in the lowest part of its block); the other ``b - k`` cells are
-  *held*: no other gang is placed on them in that row (internal fragmentation, the
-  25-28 % waste of DHC's §4.1), but they are idle cells, so alternate scheduling may
-  run jobs of other rows there -- the analogue of DHC's selective disabling (§2),
-  and what Feitelson's *Packing Schemes for Gang Scheduling* (1996) says the buddy
-  scheme depends on ("the capability to gang-schedule jobs in multiple slots, if
-  there is space"). Within a row the block is the one the buddy system would split
-  off: among the free aligned blocks of size ``b``, the one whose largest free
-  aligned enclosing block is smallest (ties: the lowest address). Rows are taken
-  first-fit (the lowest row with such a block), a new row only when none has one.
-  When ``nodes`` is not a power of two the tree is that of the next power of two
-  with the missing nodes permanently held, and a block cut short by them still
-  serves a gang that fits in what remains (a gang wider than the largest such block
-  gets the whole row). Whether ParPar's master used this rule is not established
-  by the material at hand: Wiseman & Feitelson 2003 §3.1 says only that the master
-  "maintains the gang scheduling matrix" (docs/paired-fidelity.md).
+* **Buddy placement** (``buddy``): a gang of ``k`` holds an aligned block of the least
+  power of two >= ``k`` in its row and runs on its lowest ``k`` nodes; the rest of the
+  block is held from placement but idle, so alternates may use it. The rule, what the
+  papers say and what we chose: :mod:`controller.policies.buddy`.
 * **Compaction** (:meth:`OusterhoutMatrix.compact`). Empty rows are deleted.
   Then, from the last row upwards, a row is *eliminated* when every one of its
   jobs can move, keeping its nodes (processes do not migrate between nodes),
@@ -49,63 +32,21 @@ Conventions chosen here where the papers say nothing precise:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import compress, repeat
 from operator import is_, is_not
 from typing import cast
 
 from controller.policies.base import PolicyError
+from controller.policies.buddy import buddy_block
+from controller.policies.matrixcheck import check_matrix
+from controller.policies.matrixtypes import Compaction, RowsSnapshot
+from controller.policies.matrixtypes import Placement as Placement  # re-exported
 
 FIRST_FIT = "first-fit"
 BEST_FIT = "best-fit"
 BUDDY = "buddy"
 PLACEMENTS: tuple[str, ...] = (FIRST_FIT, BEST_FIT, BUDDY)
-
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where a job sits: its row, its nodes (ascending) and, for a buddy-placed job, the
-    aligned block it holds in the row (ascending, a superset of ``nodes``; empty when
-    the job holds just its nodes)."""
-
-    slot: int
-    nodes: tuple[int, ...]
-    block: tuple[int, ...] = ()
-
-    @property
-    def held(self) -> tuple[int, ...]:
-        """The cells the job holds in its row: its block, or its nodes."""
-        return self.block or self.nodes
-
-
-@dataclass(frozen=True, slots=True)
-class RowsSnapshot:
-    """Per-row facts of one matrix state (:meth:`OusterhoutMatrix.snapshot`), by row index."""
-
-    version: int  # OusterhoutMatrix.version it describes
-    stamps: tuple[int, ...]  # row_stamp of every row
-    jobs: tuple[tuple[int, ...], ...]  # jobs_in of every row
-    busy: tuple[int, ...]  # row_mask of every row
-
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """What :meth:`OusterhoutMatrix.compact` did.
-
-    ``slot_map`` maps every surviving row's old index to its new index;
-    rows absent from it were deleted. ``moved`` maps a relocated job to
-    (old row, new row), the old row in the numbering before compaction and the
-    new one in the numbering after it.
-    """
-
-    slot_map: Mapping[int, int]
-    moved: Mapping[int, tuple[int, int]]
-
-    @property
-    def changed(self) -> bool:
-        """True if any row was deleted or any job moved."""
-        return bool(self.moved) or any(old != new for old, new in self.slot_map.items())
 
 
 class OusterhoutMatrix:
@@ -199,8 +140,7 @@ class OusterhoutMatrix:
         raise PolicyError(f"no slot {slot} (matrix has {len(self._rows)})")
 
     def free_nodes(self, slot: int) -> tuple[int, ...]:
-        """Nodes of ``slot`` a new job may be placed on (ascending): empty cells not
-        held by a buddy-placed job's block."""
+        """Nodes of ``slot`` a new job may take (ascending): empty, held by no block."""
         stamp = self.row_stamp(slot)
         cached = self._free_cache.get(stamp)
         if cached is None:
@@ -213,9 +153,7 @@ class OusterhoutMatrix:
         return cached
 
     def claimed_mask(self, slot: int) -> int:
-        """Cells of ``slot`` held by its jobs as a bit set: their nodes and, for
-        buddy-placed jobs, the rest of their blocks. Equal to :meth:`row_mask` when no
-        job of the row holds more than its nodes."""
+        """Cells of ``slot`` its jobs hold (their nodes, buddy blocks) as a bit set."""
         stamp = self.row_stamp(slot)
         cached = self._claimed_cache.get(stamp)
         if cached is None:
@@ -320,47 +258,16 @@ class OusterhoutMatrix:
         return None
 
     def _find_buddy(self, size: int) -> Placement | None:
-        """:meth:`find` for ``buddy`` (module docstring): the first row with a free
-        aligned block of the least power of two >= ``size`` nodes, the block the buddy
-        system would split off there."""
-        width = 1 << (size - 1).bit_length()
-        span = 1 << (self.nodes - 1).bit_length()  # the buddy tree's width
-        absent = ((1 << span) - 1) & ~((1 << self.nodes) - 1)  # nodes past the machine
+        """:meth:`find` for ``buddy``: the first row with a free aligned block."""
         for slot in range(len(self._rows)):
-            start = self._buddy_block(self.claimed_mask(slot) | absent, size, width, span)
-            if start is not None:
-                return self._buddy_placement(slot, start, size, width)
+            got = buddy_block(self.claimed_mask(slot), self.nodes, size)
+            if got is not None:
+                return Placement(slot, *got)
         if self.can_add_slot():
-            start = self._buddy_block(absent, size, width, span)
-            if start is not None:  # always: an empty row has the block at 0
-                return self._buddy_placement(len(self._rows), start, size, width)
+            got = buddy_block(0, self.nodes, size)
+            if got is not None:  # always: an empty row has the block at 0
+                return Placement(len(self._rows), *got)
         return None
-
-    def _buddy_block(self, taken: int, size: int, width: int, span: int) -> int | None:
-        """Start of the free aligned ``width``-block (cut at the machine's end, with room
-        for ``size``) whose largest free aligned enclosing block is smallest; ties: the
-        lowest start. ``taken`` holds the cells already held, absent nodes included."""
-        best: tuple[int, int] | None = None  # (enclosing free block's width, start)
-        real = (1 << self.nodes) - 1
-        for start in range(0, span, width):
-            if min(start + width, self.nodes) - start < size:
-                continue
-            if taken & (((1 << width) - 1) << start) & real:
-                continue
-            free_width = width
-            while free_width < span:
-                parent = start & ~(2 * free_width - 1)
-                if taken & (((1 << (2 * free_width)) - 1) << parent):
-                    break
-                free_width *= 2
-            if best is None or free_width < best[0]:
-                best = (free_width, start)
-        return None if best is None else best[1]
-
-    def _buddy_placement(self, slot: int, start: int, size: int, width: int) -> Placement:
-        block = tuple(range(start, min(start + width, self.nodes)))
-        nodes = block[:size]
-        return Placement(slot, nodes, () if block == nodes else block)
 
     def place(self, job_id: int, size: int, placement: str = FIRST_FIT) -> Placement | None:
         """Place a gang by the placement rule; None if no row can take it."""
@@ -372,11 +279,8 @@ class OusterhoutMatrix:
     def place_at(
         self, job_id: int, slot: int, nodes: Iterable[int], block: Iterable[int] = ()
     ) -> Placement:
-        """Put a job on given free cells; ``slot == slot_count`` opens a new row.
-
-        ``block`` (a superset of ``nodes``, buddy placement) is the cells the job holds
-        in the row beyond its nodes; none of them may be held by another job.
-        """
+        """Put a job on given free cells; ``slot == slot_count`` opens a new row. ``block``
+        (buddy placement): the cells it holds, a superset of ``nodes``, all free."""
         if job_id in self._where:
             raise PolicyError(f"job {job_id} is already placed")
         chosen = tuple(sorted(set(nodes)))
@@ -385,27 +289,20 @@ class OusterhoutMatrix:
         if chosen[0] < 0 or chosen[-1] >= self.nodes:
             raise PolicyError(f"job {job_id}: node out of range in {chosen}")
         held = tuple(sorted(set(block)))
-        if held:
-            if not set(chosen) <= set(held):
-                raise PolicyError(f"job {job_id}: nodes {chosen} are not in its block {held}")
-            if held[0] < 0 or held[-1] >= self.nodes:
-                raise PolicyError(f"job {job_id}: node out of range in block {held}")
-            if held == chosen:
-                held = ()
+        if held and (not set(chosen) <= set(held) or held[0] < 0 or held[-1] >= self.nodes):
+            raise PolicyError(f"job {job_id}: block {held} out of range or without {chosen}")
+        held = () if held == chosen else held
         if slot == len(self._rows):
             if not self.can_add_slot():
                 raise PolicyError(f"job {job_id}: no new slot allowed (max_slots={self.max_slots})")
             self._rows.append([None] * self.nodes)
             self._stamps.append(-1)
         row = self._row(slot)
-        busy = [n for n in chosen if row[n] is not None]
-        if busy:
-            raise PolicyError(f"job {job_id}: nodes {busy} of slot {slot} are occupied")
         held_mask = sum(1 << n for n in held or chosen)
         clash = self.claimed_mask(slot) & held_mask
         if clash:
             cells = [n for n in range(self.nodes) if clash >> n & 1]
-            raise PolicyError(f"job {job_id}: cells {cells} of slot {slot} are held")
+            raise PolicyError(f"job {job_id}: cells {cells} of slot {slot} are occupied or held")
         mask = 0
         for n in chosen:
             row[n] = job_id
@@ -570,39 +467,7 @@ class OusterhoutMatrix:
     # ----------------------------------------------------------------- checks
     def check(self) -> None:
         """Assert the cell/index invariants (used by tests); PolicyError if broken."""
-        seen: dict[int, tuple[int, list[int]]] = {}
-        for s, row in enumerate(self._rows):
-            if len(row) != self.nodes:
-                raise PolicyError(f"row {s} has {len(row)} cells, expected {self.nodes}")
-            for n, job in enumerate(row):
-                if job is None:
-                    continue
-                if job in seen and seen[job][0] != s:
-                    raise PolicyError(f"job {job} appears in rows {seen[job][0]} and {s}")
-                seen.setdefault(job, (s, []))[1].append(n)
-        if set(seen) != set(self._where):
-            raise PolicyError("cell contents and job index disagree")
-        claimed: dict[int, int] = {}
-        for job, (s, nodes) in seen.items():
-            where = self._where[job]
-            if (where.slot, where.nodes) != (s, tuple(nodes)):
-                raise PolicyError(f"job {job}: index says {where}, cells say {s}")
-            if self._mask.get(job) != sum(1 << n for n in nodes):
-                raise PolicyError(f"job {job}: node bit set disagrees with its cells")
-            if not set(where.nodes) <= set(where.held) or where.block == where.nodes:
-                raise PolicyError(f"job {job}: block {where.block} does not extend its nodes")
-            held = sum(1 << n for n in where.held)
-            if self._held.get(job) != held:
-                raise PolicyError(f"job {job}: held bit set disagrees with its block")
-            if claimed.get(s, 0) & held:
-                raise PolicyError(f"job {job}: its block overlaps another job's in row {s}")
-            claimed[s] = claimed.get(s, 0) | held
-        if len(self._stamps) != len(self._rows) or len(set(self._stamps)) != len(self._rows):
-            raise PolicyError("row stamps disagree with the rows")
-        if set(self._mask) != set(self._where) or set(self._held) != set(self._where):
-            raise PolicyError("node bit sets and job index disagree")
-        if self.max_slots is not None and len(self._rows) > self.max_slots:
-            raise PolicyError(f"{len(self._rows)} rows exceed max_slots={self.max_slots}")
+        check_matrix(self)
 
     # ---------------------------------------------------------------- helpers
     def _touch(self, slot: int) -> None:

@@ -107,7 +107,9 @@ def policies(draw: st.DrawFn, nodes: int) -> MatrixGang:
     kind = draw(st.sampled_from(["strict", "paired-fig4", "paired-fig4-prose", "paired-best-fit"]))
     max_slots = draw(st.one_of(st.none(), st.integers(min_value=1, max_value=3)))
     placement = draw(st.sampled_from(PLACEMENTS))
-    admission = draw(st.sampled_from(["fcfs", "greedy", "backfill"]))
+    # backfill's reservation counts free nodes, not buddy blocks: the policy refuses the pair
+    admissions = ["fcfs", "greedy"] + ["backfill"] * (placement != "buddy")
+    admission = draw(st.sampled_from(admissions))
     alternate = draw(st.booleans())
     if kind == "strict":
         return StrictGang(

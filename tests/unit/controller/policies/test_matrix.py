@@ -285,9 +285,11 @@ def test_compaction_keeps_a_job_whose_nodes_are_free_only_in_a_held_cell() -> No
 
 def test_place_at_checks_the_block() -> None:
     m = OusterhoutMatrix(8)
-    with pytest.raises(PolicyError, match="not in its block"):
+    with pytest.raises(PolicyError, match="without"):
         m.place_at(1, 0, (0, 1), (1, 2))
     with pytest.raises(PolicyError, match="out of range"):
         m.place_at(1, 0, (7,), (7, 8))
     # a block equal to the nodes is no block
     assert m.place_at(1, 0, (0, 1), (0, 1)) == Placement(0, (0, 1))
+    with pytest.raises(PolicyError, match="occupied"):
+        m.place_at(2, 0, (1, 2))
