@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.policies.base import JobRequest, QuantumPlan
+from controller.policies.buddy import buddy_block
 from controller.policies.gang import MatrixGang, StrictGang
-from controller.policies.matrix import PLACEMENTS, OusterhoutMatrix
+from controller.policies.matrix import BUDDY, PLACEMENTS, OusterhoutMatrix
 from controller.policies.paired import BAND_RULES, PairedGang
 
 NODES = st.integers(min_value=1, max_value=6)
@@ -48,7 +49,13 @@ def test_matrix_cells_stay_consistent(
             if where is None:
                 # Refused only when every row is too full and no row may be added.
                 assert not m.can_add_slot()
-                assert all(len(m.free_nodes(s)) < size for s in range(m.slot_count))
+                if rule == BUDDY:  # no row has a free aligned block for it
+                    assert all(
+                        buddy_block(m.claimed_mask(s), nodes, size) is None
+                        for s in range(m.slot_count)
+                    )
+                else:
+                    assert all(len(m.free_nodes(s)) < size for s in range(m.slot_count))
             else:
                 assert len(where.nodes) == size
                 nodes_of[next_id] = where.nodes
