@@ -16,6 +16,7 @@ from types import FrameType
 
 from agent.daemon import Agent, AgentConfig, Stop
 from agent.plan import WAIT_MODES
+from agent.profile import LoopProfile
 from agent.realtime import DEFAULT_SLICE_US
 from agent.uts import own_hostname
 from common.addr import addr_arg
@@ -175,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     agent = Agent(cfg)
+    LoopProfile(lambda: agent.cfg.run_dir).install()  # a debug switch: agent/profile.py
     try:
         agent.run()  # its finally thaws every job
     except Stop:
