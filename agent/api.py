@@ -108,7 +108,9 @@ class Node(Protocol):
 
     def kill(self, job: Job) -> None: ...
 
-    def apply_now(self, q: int, runnable: dict[str, int]) -> dict[str, Any]: ...
+    def apply_now(
+        self, q: int, runnable: dict[str, int], measure: frozenset[str] | None = None
+    ) -> dict[str, Any]: ...
 
     def submit_plan(self, plan: Plan) -> dict[str, Any] | None: ...
 
@@ -277,9 +279,10 @@ class AgentAPI:
         unknown = sorted(j for j in runnable if j not in self.agent.jobs)
         if unknown:
             raise Refused("unknown_job", f"quantum {q}: unknown job(s) {unknown}")
+        measure = _measure(msg.data.get("measure"), q)
         at = msg.data.get("at")
         if at is None:
-            return wire.ACK, self.agent.apply_now(q, runnable)
+            return wire.ACK, self.agent.apply_now(q, runnable, measure)
         plan = Plan(
             q=q,
             at=float(at),
@@ -288,9 +291,20 @@ class AgentAPI:
             seq=msg.seq,
             received_wall=self.agent.wall(),
             received_monotonic_ns=time.monotonic_ns(),
+            measure=measure,
         )
         try:
             late_ack = self.agent.submit_plan(plan)
         except TooFar as e:
             raise Refused("too_far", str(e)) from None
         return None if late_ack is None else (wire.ACK, late_ack)
+
+
+def _measure(raw: Any, q: int) -> frozenset[str] | None:
+    """The quantum's ``measure``: the I/O devices whose bytes its ack should carry (a
+    controller that sends none, an older one, gets them all; docs/controller.md)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(d, str) for d in raw):
+        raise Refused("bad_request", f"quantum {q}: measure must be a list of device names")
+    return frozenset(raw)

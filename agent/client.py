@@ -16,6 +16,7 @@ import select
 import socket
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from agent import wire
@@ -203,8 +204,11 @@ class AgentClient:
         jobs: dict[str, int],
         start: float | None = None,
         at: float | None = None,
+        measure: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """The quantum request; ``at`` (CLOCK_REALTIME s) makes it time-triggered."""
+        """The quantum request; ``at`` (CLOCK_REALTIME s) makes it time-triggered;
+        ``measure`` names the I/O devices whose bytes the ack should carry (None: the
+        agent reads them all, as for a controller that predates the key)."""
         data: dict[str, Any] = {
             "q": q,
             "node": node,
@@ -213,6 +217,8 @@ class AgentClient:
         }
         if at is not None:
             data["at"] = at
+        if measure is not None:
+            data["measure"] = sorted(measure)
         return data
 
     def quantum(

@@ -75,6 +75,11 @@ _WAKEUP = object()  # selector tag of the signal wake-up pipe
 # it asks for the freezes first (apply_at, docs/cluster.md "The order of the writes").
 THAW_FIRST = frozenset({FIFO})
 
+# The I/O devices an ack can carry bytes for (controller/acks.py DEVICE_ACK_KEYS: "disk"
+# -> io_bytes, "net" -> net_bytes). A quantum names those its controller's policy reads
+# (``measure``); one that names none, from an older controller, gets them all.
+DEVICES = frozenset({"disk", "net"})
+
 
 class Stop(BaseException):
     """Raised from the SIGTERM handler to leave the loop through ``finally``."""
@@ -167,6 +172,7 @@ class Agent:
         # why the jobs' block I/O bytes cannot be read here (None: they are, issue 31)
         self.io_unavailable: str | None = "not set up yet"
         self.netmeter: NetMeter | None = NetMeter() if config.net_meter else None
+        self._measured = DEVICES  # the devices the previous ack read (their bases are current)
         # how the loop is woken promptly (agent/realtime.py), set by start(); with
         # SCHED_FIFO a time-triggered switch writes its thaws first (apply_at)
         self.wakeup = NONE
@@ -565,15 +571,19 @@ class Agent:
         }
 
     # ---- enforcement -------------------------------------------------------
-    def apply_now(self, q: int, runnable: dict[str, int]) -> dict[str, Any]:
+    def apply_now(
+        self, q: int, runnable: dict[str, int], measure: frozenset[str] | None = None
+    ) -> dict[str, Any]:
         """A quantum without an instant: it replaces a pending plan; applied, then acked."""
         self.replace_pending(q)
-        ack = self.apply(runnable)
+        ack = self.apply(runnable, measure)
         self.last_q = q
         ack.update(q=q, node=self.cfg.node)
         return ack
 
-    def apply(self, runnable: dict[str, int]) -> dict[str, Any]:
+    def apply(
+        self, runnable: dict[str, int], measure: frozenset[str] | None = None
+    ) -> dict[str, Any]:
         """Immediate mode: freeze the others, set weights, thaw the runnable.
 
         Freezing first means the outgoing and incoming gangs never overlap on
@@ -594,7 +604,7 @@ class Agent:
         thaw_lat = self._thaw(to_thaw, errors)
         thawed_ns = time.time_ns()
         t3 = time.perf_counter()
-        ack = self._finish(live, freeze_lat, thaw_lat, errors, t0)
+        ack = self._finish(live, freeze_lat, thaw_lat, errors, t0, measure)
         # where a switch's time goes, per step (benchmarks/switch_steps.py, docs/cluster.md)
         steps.update(weights=t2 - t1, thaw_write=drv.last_write_s,
                      thaw_confirm=drv.last_confirm_s, account=time.perf_counter() - t3)  # fmt: skip
@@ -677,7 +687,7 @@ class Agent:
         moved = {j.job_id for j in to_thaw} | {j.job_id for j in to_freeze}
         stay = [j for j in live if j.job_id not in moved]
         self._set_weights(stay, plan.runnable, errors)
-        ack = self._finish(live, freeze_lat, thaw_lat, errors, t0)
+        ack = self._finish(live, freeze_lat, thaw_lat, errors, t0, plan.measure)
         lateness = thawed_ns / 1e9 - plan.at
         self.metrics.tt_lateness.observe(max(0.0, lateness))
         ack.update(
@@ -793,13 +803,26 @@ class Agent:
         thaw_lat: dict[str, float],
         errors: dict[str, str],
         t0: float,
+        measure: frozenset[str] | None = None,
     ) -> dict[str, Any]:
-        """The ack both modes share: CPU since the previous apply, latencies, errors."""
+        """The ack both modes share: CPU since the previous apply, latencies, errors, and
+        the bytes of the I/O devices in ``measure`` (None: all of them)."""
         done_ns = time.monotonic_ns()
         apply_s = time.perf_counter() - t0
         cpu = self._cpu_deltas()
-        io = self._io_deltas()
-        net = self._net_deltas(live)
+        want = DEVICES if measure is None else DEVICES & measure
+        # Reading a device's bytes costs the jobs' core time at every switch (the network's
+        # most: each job's sockets, issue 32); a policy that reads only the CPU is not
+        # sent them. A device not read in the previous ack has stale bases: this read
+        # only renews them, and the ack carries nothing for it.
+        stale = want - self._measured
+        self._measured = want
+        io = self._io_deltas() if "disk" in want else {}
+        net = self._net_deltas(live) if "net" in want else {}
+        if "disk" in stale:
+            io = {}
+        if "net" in stale:
+            net = {}
         by_cg = {j.cgroup: j.job_id for j in live}
         for lat in freeze_lat.values():
             self.metrics.freeze_latency.observe(lat)

@@ -53,6 +53,8 @@ class Plan:
     received_wall: float = 0.0
     received_monotonic_ns: int = 0
     late: bool = False
+    # the I/O devices ("disk", "net") whose bytes the ack carries; None: all (agent/daemon.py)
+    measure: frozenset[str] | None = None
 
 
 @dataclass

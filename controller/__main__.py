@@ -171,6 +171,7 @@ def config_from_args(a: argparse.Namespace) -> DaemonConfig:
         restore=a.restore,
         fifo_priority=a.fifo_priority,
         lead_ms=a.lead_ms,
+        ack_devices=a.ack_devices,
         operators=operators,
         job_env=job_env,
         relays=relays,

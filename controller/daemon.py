@@ -50,6 +50,7 @@ class DaemonConfig:
     restore: bool = False
     fifo_priority: int = 20
     lead_ms: float = 20.0  # controller/flags.py DEFAULT_LEAD_MS; 0 = immediate mode
+    ack_devices: str = "policy"  # "all": agents read every device's bytes (--ack-devices)
     # Operator uids besides root and the daemon's own user (controller/rights.py)
     operators: frozenset[int] = field(default_factory=frozenset)
     connect_timeout: float = 15.0
@@ -136,6 +137,7 @@ class Daemon:
             config=OperatorConfig(quantum=cfg.quantum),
             job_env=cfg.job_env,
         )
+        self.sched.ack_all_devices = cfg.ack_devices == "all"
         self.metrics = ControllerMetrics()
         self.sel = selectors.DefaultSelector()
         self.server: Server | None = None

@@ -97,6 +97,16 @@ def _flags() -> tuple[Flag, ...]:
             _num,
         ),
         Flag(
+            "--ack-devices",
+            {
+                "choices": ["policy", "all"],
+                "default": "policy",
+                "help": "which I/O devices' bytes (disk, net) the agents read for each ack:"
+                " those the policy uses (default; strict gang uses none), or all of them,"
+                " as before issue 32 (for comparison: benchmarks/gang_quantum_loss.py)",
+            },
+        ),
+        Flag(
             "--run-dir",
             {
                 "default": None,  # set when the parser is built: the environment may change

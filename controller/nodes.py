@@ -30,7 +30,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -103,7 +103,12 @@ class Pool(Protocol):
     def connected(self) -> dict[str, bool]: ...
 
     def quantum(
-        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+        self,
+        q: int,
+        commands: dict[str, dict[str, int]],
+        at: float | None = None,
+        *,
+        measure: Sequence[str] | None = None,
     ) -> dict[str, QuantumResult]: ...
 
     def launch(
@@ -338,6 +343,7 @@ class AgentPool:
         commands: dict[str, dict[str, int]],
         at: float | None = None,
         start: float | None = None,
+        measure: Sequence[str] | None = None,
     ) -> dict[str, QuantumResult]:
         """Send every node its command, then collect every ack (Wiseman & Feitelson 2003 Fig. 5).
 
@@ -356,7 +362,7 @@ class AgentPool:
                 out[node] = QuantumResult(node, None, "not connected")
                 continue
             try:
-                seq = c.send(wire.QUANTUM, c.quantum_message(node, q, jobs, start, at))
+                seq = c.send(wire.QUANTUM, c.quantum_message(node, q, jobs, start, at, measure))
             except OSError as e:
                 self._drop(node, e)
                 out[node] = QuantumResult(node, None, f"send failed: {e}")

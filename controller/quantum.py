@@ -76,6 +76,7 @@ class QuantumRound:
         table: JobTable,
         mono: Callable[[], float],
         device_bps: Callable[[], Mapping[str, float]] = lambda: {},
+        measure: Callable[[], Sequence[str] | None] = lambda: None,
     ) -> None:
         self.pool = pool
         self.names = [n.name for n in nodes]
@@ -84,6 +85,9 @@ class QuantumRound:
         self.mono = mono
         # each I/O device's capacity on a node, bytes/s (operator settings disk_bps, net_bps)
         self.device_bps = device_bps
+        # the I/O devices whose bytes the acks should carry (None: every one the agents
+        # can read); the policy's, so agents do not read what nothing uses (issue 32)
+        self.measure = measure
         self.q = 0
         self._prev_runnable: dict[int, list[str]] = {}  # job -> nodes, previous quantum
         self.folder = AckFolder(self.capacity)  # the acks of a pool that returns them all
@@ -102,10 +106,11 @@ class QuantumRound:
         # A pool over relays gets one summary per relay (controller/relaypool.py); the
         # agents' acks, straight from them, are folded here into the same summary.
         summarize = getattr(self.pool, "quantum_summary", None)
+        measure = self.measure()
         if summarize is not None:
-            summary, failed = summarize(self.q, commands, at)
+            summary, failed = summarize(self.q, commands, at, measure=measure)
         else:
-            results = self.pool.quantum(self.q, commands, at)
+            results = self.pool.quantum(self.q, commands, at, measure=measure)
             failed = {n: str(r.error) for n, r in results.items() if r.ack is None}
             summary = self.folder.fold(commands, {n: r.ack for n, r in results.items()})
         report = self._account(summary, failed, commands)

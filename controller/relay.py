@@ -172,7 +172,11 @@ class Relay:
         mine = {n: j for n, j in mine.items() if n not in errors}
         at = data.get("at")
         at = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
-        results = self.pool.quantum(data["q"], mine, at=at, start=float(data["start"]))
+        measure = data.get("measure")
+        measure = [str(d) for d in measure] if isinstance(measure, list) else None
+        results = self.pool.quantum(
+            data["q"], mine, at=at, start=float(data["start"]), measure=measure
+        )
         for n, r in results.items():
             if r.ack is None:
                 errors[n] = r.error or "no ack"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,18 +109,27 @@ class RelayPool:
 
     # ---- the quantum round ----------------------------------------------------
     def quantum(
-        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+        self,
+        q: int,
+        commands: dict[str, dict[str, int]],
+        at: float | None = None,
+        *,
+        measure: Sequence[str] | None = None,
     ) -> dict[str, QuantumResult]:
         """Every node's outcome: an empty ack for a node its relay reports applied (a relay
         sends a summary, not the acks: :meth:`quantum_summary`), else why not."""
-        _, failed = self.quantum_summary(q, commands, at)
+        _, failed = self.quantum_summary(q, commands, at, measure=measure)
         return {
             n: QuantumResult(n, None, failed[n]) if n in failed else QuantumResult(n, {})
             for n in commands
         }
 
     def quantum_summary(
-        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+        self,
+        q: int,
+        commands: dict[str, dict[str, int]],
+        at: float | None = None,
+        measure: Sequence[str] | None = None,
     ) -> tuple[AckSummary, dict[str, str]]:
         """Every relay its nodes' commands in one frame, then every relay's summary of its
         nodes' acks (controller/acks.py), merged; and the nodes without an ack, with why."""
@@ -142,6 +151,8 @@ class RelayPool:
             data: dict[str, Any] = {"q": q, "start": start, "commands": cmds}
             if at is not None:
                 data["at"] = at
+            if measure is not None:
+                data["measure"] = sorted(measure)  # passed on to the agents (agent/client.py)
             try:
                 sent[r] = (c, c.send(wire.QUANTUM_BATCH, data))
             except OSError as e:

@@ -81,6 +81,7 @@ class Scheduler:
             self.table,
             mono,
             device_bps=lambda: {"disk": self.cfg.disk_bps, "net": self.cfg.net_bps},
+            measure=self._measure,
         )
         self.telemetry = Telemetry()
         self.rejoins = Reconciler(pool, self.nodes, self.table, self._rank_ended, self.on_event)
@@ -101,6 +102,7 @@ class Scheduler:
         self.last_plan: QuantumPlan | None = None
         self.last_utilization: dict[int, float] = {}
         self.last_devices: dict[int, dict[str, float]] = {}  # the same, per device
+        self.ack_all_devices = False  # --ack-devices all: agents read every device (_measure)
         # the plan whose quantum last_utilization measured (the acks of a round carry
         # the CPU used since the previous one: the quantum before last_plan's)
         self.measured_plan: QuantumPlan | None = None
@@ -110,6 +112,15 @@ class Scheduler:
     @property
     def family(self) -> str:
         return self.entry.family
+
+    def _measure(self) -> list[str] | None:
+        """The I/O devices whose bytes the agents read for the acks: those the policy
+        uses (GangPolicy.io_devices; none for a policy without them), or None, every
+        device, under ``--ack-devices all``."""
+        if self.ack_all_devices:
+            return None
+        wanted = getattr(self.policy, "io_devices", None)
+        return list(wanted()) if callable(wanted) else []
 
     def _new_policy(self) -> Policy:
         params = dict(self.params)

@@ -209,6 +209,12 @@ class GangPolicy(ABC):
     def observe(self, utilization: Mapping[int, float]) -> None:  # noqa: B027
         """CPU utilization per job in the quantum just run. Default: ignored."""
 
+    def io_devices(self) -> tuple[str, ...]:
+        """The I/O devices (``disk``, ``net``) whose demand :meth:`observe_devices` uses;
+        the agents measure only these (issue 32: reading them costs the jobs' cores at
+        every switch). Default: none, the policy reads the CPU alone."""
+        return ()
+
     def observe_devices(self, demand: Mapping[int, Mapping[str, float]]) -> None:
         """Each job's share of every device it used in the quantum just run (``cpu``,
         ``disk``, ``net``: controller/policies/devices.py), for callers that measure

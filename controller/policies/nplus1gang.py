@@ -122,6 +122,9 @@ class NPlus1Gang(MatrixGang):
         """CPU only (module docstring: the other devices count as unused)."""
         self.observe_devices({j: {CPU: u} for j, u in utilization.items()})
 
+    def io_devices(self) -> tuple[str, ...]:
+        return tuple(d for d in self.devices if d != CPU)
+
     def observe_devices(self, demand: Mapping[int, Mapping[str, float]]) -> None:
         """Each job's share of every device; jobs no longer in the system are ignored,
         devices not configured are dropped (a caller may measure more than is used)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agent.client import AgentError
@@ -24,6 +25,8 @@ class FakePool:
         self.killed: list[tuple[str, str]] = []
         self.commands: list[dict[str, dict[str, int]]] = []
         self.ats: list[float | None] = []  # each quantum's instant (time-triggered) or None
+        # each quantum's devices to measure (None: all), honoured as agents do (agent/daemon.py)
+        self.measures: list[list[str] | None] = []
         self.lateness_s = 0.0  # what a time-triggered ack reports
         self.late = False  # ... and whether its instant had passed on arrival
         self.busy: dict[str, float] = {}  # job id -> fraction of the node it uses when thawed
@@ -46,10 +49,16 @@ class FakePool:
         return dict(self.up)
 
     def quantum(
-        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+        self,
+        q: int,
+        commands: dict[str, dict[str, int]],
+        at: float | None = None,
+        *,
+        measure: Sequence[str] | None = None,
     ) -> dict[str, QuantumResult]:
         self.commands.append({k: dict(v) for k, v in commands.items()})
         self.ats.append(at)
+        self.measures.append(None if measure is None else list(measure))
         self.t_ns += self.quantum_ns
         out = {}
         for i, (node, jobs) in enumerate(commands.items()):
@@ -63,7 +72,7 @@ class FakePool:
                 cpu.setdefault(j, 0)
             self.runnable[node] = dict(jobs)
             io = None
-            if self.disk_bps is not None:
+            if self.disk_bps is not None and (measure is None or "disk" in measure):
                 io = {j: [0, int(self.disk_bps.get(j, 0.0) * self.quantum_ns / 1e9)] for j in cpu}
             ack: dict[str, Any] = {
                 "q": q,
@@ -76,7 +85,7 @@ class FakePool:
             }
             if io is not None:
                 ack["io_bytes"] = io
-            if self.net_bps is not None:
+            if self.net_bps is not None and (measure is None or "net" in measure):
                 ack["net_bytes"] = {
                     j: [int(self.net_bps.get(j, 0.0) * self.quantum_ns / 1e9), 0] for j in cpu
                 }

@@ -279,7 +279,7 @@ class _RelayPool:
         self.clients: dict[str, object] = {n.name: object() for n in self.nodes}
 
     def quantum(self, q: int, commands: dict[str, Any], at: float | None = None,
-                start: float | None = None) -> dict[str, Any]:  # fmt: skip
+                start: float | None = None, measure: Any = None) -> dict[str, Any]:  # fmt: skip
         from controller.nodes import QuantumResult
 
         assert isinstance(q, int) and all(isinstance(j, dict) for j in commands.values())

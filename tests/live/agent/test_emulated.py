@@ -42,8 +42,8 @@ def test_64_emulated_nodes_switch_every_quantum(tmp_path: Path) -> None:
         seen: list[dict[str, Any]] = []
         inner = pool.quantum
 
-        def spy(q: int, commands: Any, at: float | None = None) -> Any:
-            out = inner(q, commands, at)
+        def spy(q: int, commands: Any, at: float | None = None, **kw: Any) -> Any:
+            out = inner(q, commands, at, **kw)
             seen.append(out)
             return out
 

@@ -115,8 +115,8 @@ def test_gang_through_relays_switches_every_node(make_tree: Any) -> None:
     seen: list[Any] = []
     inner = pool.quantum_summary
 
-    def spy(q: int, commands: Any, at: float | None = None) -> Any:
-        out = inner(q, commands, at)
+    def spy(q: int, commands: Any, at: float | None = None, **kw: Any) -> Any:
+        out = inner(q, commands, at, **kw)
         seen.append(out)
         return out
 

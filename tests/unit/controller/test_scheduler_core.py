@@ -312,8 +312,8 @@ def test_a_node_that_keeps_failing_is_logged_once_per_interval(
     inner = pool.quantum
     down = {"on": True}
 
-    def flaky(q: int, commands: Any, at: float | None = None) -> Any:
-        out = inner(q, commands, at)
+    def flaky(q: int, commands: Any, at: float | None = None, **kw: Any) -> Any:
+        out = inner(q, commands, at, **kw)
         if down["on"]:
             out["n1"] = QuantumResult("n1", None, "agent n1 is not connected")
         return out
@@ -372,8 +372,8 @@ def test_the_scheduler_reads_no_ack_field_a_relay_drops() -> None:
     pool.late, pool.lateness_s = True, 0.003
     inner = pool.quantum
 
-    def recording(q: int, commands: Any, at: float | None = None) -> Any:
-        out = inner(q, commands, at)
+    def recording(q: int, commands: Any, at: float | None = None, **kw: Any) -> Any:
+        out = inner(q, commands, at, **kw)
         for node, r in out.items():
             ack = _ReadKeys(r.ack or {}, errors={"7": "weight failed: test"})
             out[node] = QuantumResult(node, ack, r.error, r.sent_ns)
@@ -421,3 +421,22 @@ def test_net_bytes_in_acks_reach_nplus1_as_a_net_demand() -> None:
     step(s, clock, 6)
     assert s.policy.predictor.history(a, "net")[0] == pytest.approx(0.25)  # type: ignore[union-attr]
     assert "disk" not in s.last_devices[a]  # no io_bytes in these acks
+
+
+def test_quanta_ask_the_agents_for_the_devices_the_policy_reads() -> None:
+    """issue 32: strict gang reads only the CPU, so its quanta ask for no device's bytes
+    (the agents then read none); N + 1 gangs asks for its own; ``--ack-devices all``
+    asks for every one, as before."""
+    s, pool, clock = make("gang")
+    s.cfg.disk_bps = 100e6
+    a = s.submit(BUSY, "alice")
+    pool.disk_bps = {str(a): 50e6}  # an agent asked would report it
+    step(s, clock, 4)
+    assert pool.measures[-1] == [] and "disk" not in s.last_devices[a]
+    s.ack_all_devices = True
+    step(s, clock, 3)
+    assert pool.measures[-1] is None and s.last_devices[a]["disk"] == pytest.approx(0.5)
+    s2, pool2, clock2 = make("nplus1", params={"n": 1, "devices": "cpu,disk"})
+    s2.submit(BUSY, "alice")
+    step(s2, clock2, 2)
+    assert pool2.measures[-1] == ["disk"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,17 @@ class _RecordingPool(FakePool):
         self.sent: list[tuple[float, float | None]] = []  # (wall at send, at)
 
     def quantum(
-        self, q: int, commands: dict[str, dict[str, int]], at: float | None = None
+        self,
+        q: int,
+        commands: dict[str, dict[str, int]],
+        at: float | None = None,
+        *,
+        measure: Sequence[str] | None = None,
     ) -> dict[str, QuantumResult]:
         self.sent.append((time.time(), at))
         if len(self.sent) >= self.n:
             self.daemon.stopping = True
-        return super().quantum(q, commands, at)
+        return super().quantum(q, commands, at, measure=measure)
 
     def close(self) -> None:
         pass
