@@ -27,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,13 @@ def run(
     out: Path,
     gcomp: int,
     reports: list[list[dict[str, Any]]] | None = None,
+    args: Sequence[str] = (),
 ) -> tuple[list[float], dict[str, Any]]:
     """``jobs`` jobs together under gang: each one's rank 0 barriers per second, and
     the controller's counts of quanta it did not keep (issue 32 item 2: none missed).
-    ``reports``, if given, gets each job's rank reports (barriers, seconds, CPU s)."""
-    with controller(state, "gang", quantum, out) as c:
+    ``reports``, if given, gets each job's rank reports (barriers, seconds, CPU s);
+    ``args`` go to the controller's command line."""
+    with controller(state, "gang", quantum, out, args=args) as c:
         ids = [
             harness_jobs.submit(
                 c, f"eff-{k}", nodes, job_argv(seconds, gcomp), estimate=4 * seconds
@@ -101,7 +104,7 @@ def run(
             if reports is not None:
                 reports.append(harness_jobs.rank_reports(c, j))
         st = c.request("status")
-        kept = {k: st.get(k) for k in ("switch_mode", "timed_quanta", "late_plans",
+        kept = {k: st.get(k) for k in ("switch_mode", "quanta", "timed_quanta", "late_plans",
                                        "missed_boundaries", "failed_commands")}  # fmt: skip
         return rates, kept
 
