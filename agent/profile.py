@@ -15,10 +15,12 @@ from __future__ import annotations
 import cProfile
 import logging
 import os
+import pstats
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 log = logging.getLogger("agent")
 
@@ -50,3 +52,114 @@ class LoopProfile:
 
     def install(self) -> None:
         signal.signal(signal.SIGUSR2, self.toggle)
+
+
+# ---- reading the profiles: a switch's parts (benchmarks/agent_boundary_cost.py) ----------
+# Each function's own time goes to the nearest enclosing function that names a part,
+# split over its callers in proportion to the time it spent under each (pstats keeps
+# callers, not stacks); what no part encloses is the loop's own Python ("loop, rest").
+# Waiting (the selector's poll, the plan's wait for its instant) is left out of the busy
+# total. cProfile times every Python call, so Python-heavy parts look dearer than system
+# calls: the split says where the time goes, not how much there is.
+
+Func = tuple[str, int, str]
+
+WAIT = "waiting (poll, plan's instant)"
+#: (file suffix, function name or "*") -> part; the nearest enclosing one wins
+PARTS: list[tuple[str, str, str]] = [
+    ("selectors.py", "select", WAIT),
+    ("agent/plan.py", "wait_until", WAIT),
+    ("agent/daemon.py", "_freeze", "freeze: write + confirm"),
+    ("agent/daemon.py", "write_thaws", "thaw: write + confirm"),
+    ("agent/daemon.py", "_thaw", "thaw: write + confirm"),
+    ("agent/daemon.py", "_prepare_thaw", "thaw: write + confirm"),
+    ("agent/daemon.py", "_confirm_thaw", "thaw: write + confirm"),
+    ("agent/daemon.py", "_set_weights", "weight writes"),
+    ("agent/daemon.py", "_cpu_deltas", "CPU accounting"),
+    ("agent/daemon.py", "_io_deltas", "block I/O accounting"),
+    ("agent/daemon.py", "_net_deltas", "network accounting"),
+    ("agent/metrics.py", "*", "metrics"),
+    ("prometheus_client/", "*", "metrics"),
+    ("logging/__init__.py", "*", "logging"),
+    ("agent/server.py", "send", "ack: encode + send"),
+    ("agent/server.py", "send_event", "ack: encode + send"),
+    ("agent/server.py", "ready", "frame: receive + decode"),
+    ("agent/api.py", "dispatch", "plan receipt (dispatch)"),
+    ("agent/daemon.py", "submit_plan", "plan receipt (dispatch)"),
+    ("agent/daemon.py", "apply_now", "switch bookkeeping"),
+    ("agent/daemon.py", "apply", "switch bookkeeping"),
+    ("agent/daemon.py", "apply_at", "switch bookkeeping"),
+    ("agent/daemon.py", "_finish", "switch bookkeeping"),
+    ("agent/daemon.py", "_fire_due_plan", "switch bookkeeping"),
+    ("agent/daemon.py", "reap", "loop housekeeping (reap, sweep, fail-safe)"),
+    ("agent/server.py", "sweep", "loop housekeeping (reap, sweep, fail-safe)"),
+    ("agent/failsafe.py", "*", "loop housekeeping (reap, sweep, fail-safe)"),
+    ("agent/local.py", "*", "loop housekeeping (reap, sweep, fail-safe)"),
+]
+REST = "loop, rest"
+ORDER = [
+    "frame: receive + decode", "plan receipt (dispatch)", "freeze: write + confirm",
+    "thaw: write + confirm", "weight writes", "CPU accounting", "block I/O accounting",
+    "network accounting", "ack: encode + send", "switch bookkeeping", "metrics", "logging",
+    "loop housekeeping (reap, sweep, fail-safe)", REST,
+]  # fmt: skip
+
+
+def part_of(f: Func) -> str | None:
+    path, _, name = f
+    for suffix, fn, part in PARTS:
+        if (suffix in path or path.endswith(suffix)) and fn in ("*", name):
+            return part
+    return None
+
+
+def breakdown(stats: dict[Func, Any]) -> tuple[dict[str, float], int]:
+    """Seconds per part (WAIT included) and the boundaries (calls of ``Agent._finish``)."""
+    memo: dict[Func, dict[str, float]] = {}
+
+    def share(f: Func, seen: frozenset[Func]) -> dict[str, float]:
+        """How ``f``'s own time divides over the parts enclosing it (fractions)."""
+        part = part_of(f)
+        if part is not None:
+            return {part: 1.0}
+        if f in memo:
+            return memo[f]
+        callers = stats[f][4] if f in stats else {}
+        weights = {c: float(v[3]) for c, v in callers.items() if c not in seen}
+        total = sum(weights.values())
+        out: dict[str, float] = {}
+        if total <= 0:
+            out = {REST: 1.0}
+        else:
+            for c, w in weights.items():
+                for p, x in share(c, seen | {f}).items():
+                    out[p] = out.get(p, 0.0) + x * w / total
+        memo[f] = out
+        return out
+
+    parts: dict[str, float] = {}
+    for f, (_, _, tt, _, _) in stats.items():
+        for p, x in share(f, frozenset()).items():
+            parts[p] = parts.get(p, 0.0) + tt * x
+    finishes = sum(
+        int(v[1]) for f, v in stats.items() if f[2] == "_finish" and f[0].endswith("daemon.py")
+    )
+    return parts, finishes
+
+
+def load(paths: Iterable[str]) -> dict[Func, Any]:
+    st = pstats.Stats(*paths)
+    return st.stats  # type: ignore[attr-defined,no-any-return]
+
+
+def report(parts: dict[str, float], boundaries: int, label: str = "") -> list[str]:
+    busy = sum(v for k, v in parts.items() if k != WAIT)
+    n = max(1, boundaries)
+    lines = [f"{label}{boundaries} boundaries (applies), loop busy {busy * 1e6 / n:.0f} us "
+             f"per boundary under the profiler"]  # fmt: skip
+    lines.append(f"  {'part':44} {'us/boundary':>11} {'share':>7}")
+    for p in ORDER:
+        v = parts.get(p, 0.0)
+        lines.append(f"  {p:44} {v * 1e6 / n:11.1f} {v / busy * 100 if busy else 0:6.1f}%")
+    lines.append(f"  {'(' + WAIT + ', not counted)':44} {parts.get(WAIT, 0.0) * 1e6 / n:11.1f}")
+    return lines

@@ -74,10 +74,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from agent_boundary_cost import breakdown, load  # noqa: E402
-from agent_boundary_cost import report as profile_report  # noqa: E402
 from gang_efficiency import Settings, compute_gcomp, run  # noqa: E402
 
+from agent.profile import breakdown, load  # noqa: E402
+from agent.profile import report as profile_report  # noqa: E402
 from testbed.cluster import state as cluster_state  # noqa: E402
 from testbed.experiment.harness import LiveError  # noqa: E402
 from testbed.experiment.harness.cluster import local_cluster, require_root  # noqa: E402
