@@ -58,17 +58,23 @@ class LoopProfile:
 # Each function's own time goes to the nearest enclosing function that names a part,
 # split over its callers in proportion to the time it spent under each (pstats keeps
 # callers, not stacks); what no part encloses is the loop's own Python ("loop, rest").
-# Waiting (the selector's poll, the plan's wait for its instant) is left out of the busy
-# total. cProfile times every Python call, so Python-heavy parts look dearer than system
-# calls: the split says where the time goes, not how much there is.
+# Waiting (the selector's poll, the plan's wait for its instant, the freeze
+# confirmation's sleeps) is left out of the busy total. cProfile times every Python
+# call, so Python-heavy parts look dearer than system calls: the split says where the
+# time goes, not how much there is.
 
 Func = tuple[str, int, str]
 
-WAIT = "waiting (poll, plan's instant)"
+WAIT = "waiting (poll, plan's instant, confirmation sleeps)"
 #: (file suffix, function name or "*") -> part; the nearest enclosing one wins
 PARTS: list[tuple[str, str, str]] = [
     ("selectors.py", "select", WAIT),
     ("agent/plan.py", "wait_until", WAIT),
+    # the freeze confirmation's backed-off sleeps (common/cgroups/driver.py ``_wait``)
+    ("~", "<built-in method time.sleep>", WAIT),
+    # the ack's send() on the node's veth: the kernel's TCP path to the controller, and,
+    # timed by the wall clock, the controller's wake-up if it preempts the agent there
+    ("~", "<method 'send' of '_socket.socket' objects>", "ack: socket send()"),
     ("agent/daemon.py", "_freeze", "freeze: write + confirm"),
     ("agent/daemon.py", "write_thaws", "thaw: write + confirm"),
     ("agent/daemon.py", "_thaw", "thaw: write + confirm"),
@@ -100,8 +106,8 @@ REST = "loop, rest"
 ORDER = [
     "frame: receive + decode", "plan receipt (dispatch)", "freeze: write + confirm",
     "thaw: write + confirm", "weight writes", "CPU accounting", "block I/O accounting",
-    "network accounting", "ack: encode + send", "switch bookkeeping", "metrics", "logging",
-    "loop housekeeping (reap, sweep, fail-safe)", REST,
+    "network accounting", "ack: encode + send", "ack: socket send()", "switch bookkeeping",
+    "metrics", "logging", "loop housekeeping (reap, sweep, fail-safe)", REST,
 ]  # fmt: skip
 
 
