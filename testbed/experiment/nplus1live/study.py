@@ -46,6 +46,10 @@ from testbed.experiment.harness import jobs as harness_jobs
 KINDS = ("compute", "disk", "net")
 POLICIES = ("gang", "paired-gang", "nplus1")
 DEVICES = ("cpu", "disk", "net")
+# The study traces every job's disk and network shares (status ``last_quantum``) under
+# every policy, and a controller has its agents read a device's bytes only for a policy
+# that uses them (docs/controller.md): this study asks for all of them.
+ACK_ALL = ("--ack-devices", "all")
 # bytes/s: the capacities set while the devices are measured (calibrate), above any disk
 # path and link here, yet low enough that the status's 4 decimals keep 3 digits
 PROBE_BPS = {"disk": 2e10, "net": 1e9}
@@ -326,7 +330,7 @@ def calibrate(
     from testbed.experiment.harness.controller import controller
 
     cal: dict[str, Any] = {}
-    with controller(state, "gang", spec.quantum, run_dir) as client:
+    with controller(state, "gang", spec.quantum, run_dir, args=ACK_ALL) as client:
         cfg = client.request("config")
         cal["default_bps"] = {"disk": float(cfg["disk_bps"]), "net": float(cfg["net_bps"])}
         # The controller clamps a share to 1: the probe's capacity is set far above any
@@ -387,7 +391,9 @@ def run_policy(
     load = _loadavg()
     before = hostload.sample(reader)
     began = time.monotonic()
-    with controller(state, policy, spec.quantum, run_dir, spec.params(policy)) as client:
+    with controller(
+        state, policy, spec.quantum, run_dir, spec.params(policy), args=ACK_ALL
+    ) as client:
         client.request("set", disk_bps=cal["bps"]["disk"], net_bps=cal["bps"]["net"])
         ids: dict[int, str] = {}
         for kind in KINDS:
