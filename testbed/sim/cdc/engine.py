@@ -67,7 +67,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.cdc.erl import PendingMsg
+from agent.cdc.erl import PendingMsg, unclamped_w_r
 from agent.cdc.node import NodeCdc
 from agent.cdc.schemes import CCB, CCS, PB, Event, Hybrid, ProcView, make_scheme
 from agent.cdc.schemes import _ArrivalOrder as ArrivalOrder
@@ -132,6 +132,31 @@ class SimJobSpec:
 
 
 @dataclass
+class ProcRecord:
+    """One process's share of its node, recorded for analyses (no summary reads it): CPU
+    received (``cpu_s``), of it spent spinning in a wait (``spin_s``) and held as the
+    boost holder (``held_s``); time in message waits (``msg_wait_s``, from the start of a
+    wait to its end) and with a pending message (``pending_s``). In fluid mode a jump adds
+    each at its rate over the measuring window, as it adds CPU time. With
+    ``CdcSim(record=True)``, the evaluated decisions at which two or more of the node's
+    processes were pending (``contested``), how many of those made this one the holder
+    (``won``), and, for CC, the sum over them of its unclamped W_r (eq. 4) and of its
+    pending messages."""
+
+    node: int
+    speed: float
+    cpu_s: float = 0.0
+    spin_s: float = 0.0
+    held_s: float = 0.0
+    msg_wait_s: float = 0.0
+    pending_s: float = 0.0
+    contested: int = 0
+    won: int = 0
+    w_r_sum: float = 0.0
+    msgs_sum: int = 0
+
+
+@dataclass
 class JobResult:
     job_id: int
     name: str
@@ -142,6 +167,8 @@ class JobResult:
     end: float = math.nan
     nodes: tuple[int, ...] = ()
     cpu_s: float = 0.0
+    # per process, what it got (ProcRecord): read by analyses, not by any summary
+    procs: list[ProcRecord] = field(default_factory=list)
 
     @property
     def wait(self) -> float:
@@ -206,23 +233,29 @@ class _Proc:
         "chans",
         "cpu",
         "extra",
+        "held",
         "in_coll",
         "iters",
         "job",
         "key",
         "missing",
+        "msg_wait",
         "need",
         "node",
         "onset_t",
         "onset_ver",
         "pblocked",
+        "pend_s",
+        "pend_t0",
         "pending",
         "rank",
+        "rec",
         "remaining",
         "rep",
         "seg",
         "segs",
         "spin_until",
+        "spun",
         "state",
         "step",
         "steps",
@@ -254,6 +287,14 @@ class _Proc:
         self.extra = 0.0
         self.vrt = 0.0
         self.cpu = 0.0
+        # what ProcRecord reports: CPU while spinning, while holding the boost; time in
+        # message waits, and pending (since pend_t0)
+        self.spun = 0.0
+        self.held = 0.0
+        self.msg_wait = 0.0
+        self.pend_s = 0.0
+        self.pend_t0 = 0.0
+        self.rec = ProcRecord(node.idx, node.speed)
         size = job.spec.program.size
         self.chans: list[deque[tuple[float, float]]] = [deque() for _ in range(size)]
         self.arr_fire = [-1] * size  # tick index of the last arrival event per connection
@@ -376,6 +417,7 @@ class CdcSim:
         progress: Callable[[int], None] | None = None,
         fluid: Fluid | None = None,
         tick_phase: float | None = None,
+        record: bool = False,
     ) -> None:
         if mpl < 1:
             raise ValueError(f"MPL must be >= 1, got {mpl}")
@@ -384,6 +426,7 @@ class CdcSim:
         self.p = platform
         self.exact_ticks = exact_ticks
         self.progress = progress
+        self.record = record  # count each process's contested decisions (ProcRecord)
         rng = random.Random(seed)
         T = platform.decision_s
         self.T = T
@@ -624,7 +667,17 @@ class CdcSim:
                     nd.decisions_eval,
                 )
             )
-        out["cpu"] = {p: p.cpu for j in self._running_jobs() for p in j.procs}
+        out["cpu"] = {
+            p: (
+                p.cpu,
+                p.spun,
+                p.held,
+                p.msg_wait + (self.now - p.wait_start) * p.waiting,
+                p.pend_s + (self.now - p.pend_t0) * p.pending,
+            )
+            for j in self._running_jobs()
+            for p in j.procs
+        }
         return out
 
     def _jump(self, t: float) -> None:
@@ -672,8 +725,14 @@ class CdcSim:
             nd.md_sum += (b[5] - a[5]) * k
             nd.busy += (b[6] - a[6]) * k
             nd.switches += round((b[7] - a[7]) * k)
-        for p, cpu in now["cpu"].items():
-            p.cpu += (cpu - self._snap["cpu"].get(p, cpu)) * k
+        for p, b5 in now["cpu"].items():
+            a5 = self._snap["cpu"].get(p, b5)
+            p.cpu += (b5[0] - a5[0]) * k
+            # the records' times (ProcRecord) at their rates too, as the CPU time
+            p.spun += (b5[1] - a5[1]) * k
+            p.held += (b5[2] - a5[2]) * k
+            p.msg_wait += (b5[3] - a5[3]) * k
+            p.pend_s += (b5[4] - a5[4]) * k
         self.offset += d
         self.jumps += 1
         self.jumped_s += d
@@ -826,6 +885,7 @@ class CdcSim:
         nd.cver += 1
         if p.pending:
             p.pending = False
+            p.pend_s += t - p.pend_t0
             nd.npend -= 1
             self._dirty(nd, t)
         nd.procs.remove(p)
@@ -833,6 +893,15 @@ class CdcSim:
         nd.view_ver += 1
         job = p.job
         job.res.cpu_s += p.cpu
+        r = p.rec
+        r.cpu_s, r.spin_s, r.held_s, r.msg_wait_s, r.pending_s = (
+            p.cpu,
+            p.spun,
+            p.held,
+            p.msg_wait,
+            p.pend_s,
+        )
+        job.res.procs.append(r)
         job.left -= 1
         if nd.holder is p:
             nd.holder = None
@@ -1064,6 +1133,7 @@ class CdcSim:
         if t > nd.acct_next:  # _account inline
             self._account_to(nd, self._tick_before(nd, t))
         p.pending = False
+        p.pend_s += t - p.pend_t0
         nd.npend -= 1
         self._dirty(nd, t)
         self._schedule_onset(p, t)
@@ -1093,6 +1163,7 @@ class CdcSim:
         if p.state == SPIN and p.node.running is p:
             p.node.cver += 1
         p.waiting = False
+        p.msg_wait += t - p.wait_start
         p.pblocked = False
         p.spin_until = INF
         st = p.steps[p.step]
@@ -1146,6 +1217,7 @@ class CdcSim:
                 if t > nd.acct_next:  # _account inline
                     self._account_to(nd, self._tick_before(nd, t))
                 p.pending = True
+                p.pend_t0 = t
                 nd.npend += 1
                 self._dirty(nd, t)
                 return
@@ -1399,6 +1471,8 @@ class CdcSim:
             self._update_erl(nd, tick, t, enp)
         key = cdc.decide(t, event, subject.key if subject is not None else None, views)
         nd.decisions_eval += 1
+        if self.record:
+            self._record_contest(nd, t, views, key)
         holder = nd.by_key.get(key) if key is not None else None
         nd.eval_ver = nd.view_ver
         nd.stable_t = cdc.scheme.tick_stable_until(t, views)
@@ -1423,6 +1497,23 @@ class CdcSim:
                 k = max(math.ceil((nxt - nd.phase) / self.T), tick + 1)
                 self._tick_at(nd, k)
         self._set_holder(nd, holder, t)
+
+    def _record_contest(
+        self, nd: _Node, t: float, views: dict[str, ProcView], key: str | None
+    ) -> None:
+        """An evaluated decision with two or more pending: who contested it, who won, and
+        (CC) each one's unclamped W_r and pending messages (ProcRecord)."""
+        pend = [(k, v) for k, v in views.items() if v.pending]
+        if len(pend) < 2:
+            return
+        emax = nd.cdc.scheme.erl_max() if self.uses_erl else 0.0  # type: ignore[attr-defined]
+        for k, v in pend:
+            r = nd.by_key[k].rec
+            r.contested += 1
+            r.won += k == key
+            if self.uses_erl:
+                r.w_r_sum += unclamped_w_r(v.pending, t, emax) or 0.0
+                r.msgs_sum += len(v.pending)
 
     def _tick_at(self, nd: _Node, k: int) -> None:
         """Evaluate tick ``k`` (unless an earlier one is due already)."""
@@ -1540,12 +1631,18 @@ class CdcSim:
         if used <= 0:
             return
         nd.run_start = t
-        p.vrt += used / self.boost if nd.holder is p else used
+        if nd.holder is p:
+            p.vrt += used / self.boost
+            p.held += used
+        else:
+            p.vrt += used
         p.cpu += used
         nd.busy += used
         nd.ed_run += used
         if p.state == COMPUTE:
             p.remaining -= used * nd.speed
+        else:
+            p.spun += used
 
     def _switch(self, nd: _Node, nxt: _Proc | None, t: float) -> None:
         cur = nd.running
