@@ -26,6 +26,7 @@ class CdcSimStudy(Study):
         "experiments/cdc-paper-scale-subset.toml",
         "experiments/cdc-paper-scale-heavy100.toml",
         "experiments/cdc-paper-scale-subset-approx.toml",
+        "experiments/cdc-paper-scale-fig9.toml",
     )
     has_quick = True
 
@@ -56,10 +57,13 @@ class CdcSimStudy(Study):
 
     def run(self, spec: Any, ctx: RunContext) -> Any:
         from testbed.sim.cdc import studyreport
-        from testbed.sim.cdc.study import run, todo_of
+        from testbed.sim.cdc.study import StudyError, run, todo_of
 
         todo = todo_of(spec)
-        failed = run(spec, todo, ctx.out, progress=True, say=ctx.say, options=ctx.sweep)
+        try:
+            failed = run(spec, todo, ctx.out, progress=True, say=ctx.say, options=ctx.sweep)
+        except StudyError as e:
+            raise SpecError(str(e), fix="see docs/simulator.md, the paper-scale study") from None
         if failed:
             ctx.say(f"{failed} run(s) failed; the report holds the others")
         doc = studyreport.build(spec, ctx.out, spec.source)

@@ -197,6 +197,29 @@ def params_of(study: Study, c: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# what a run file's params must share with the study's to be reported beside its runs
+SAME_AS_STUDY = ("fluid", "nodes", "speeds", "platform")
+
+
+def check_out(study: Study, out: Path) -> None:
+    """StudyError (one line) if ``out`` holds a run made with other settings than the
+    study's -- fluid mode and its options, the machine, the platform -- which its report
+    would otherwise set beside these as if alike."""
+    want = params_of(study, {"scheme": "", "mpl": 0, "wl": "", "load": "", "jobs": 0})
+    for f in sorted((out / "runs").glob("*.json")):
+        try:
+            got = json.loads(f.read_text()).get("params", {})
+        except (OSError, ValueError):
+            raise StudyError(f"{f}: not a readable run file; remove it") from None
+        for k in SAME_AS_STUDY:
+            if got.get(k) != want[k]:
+                raise StudyError(
+                    f"{f} ran with {k} = {json.dumps(got.get(k))}, this spec asks "
+                    f"{json.dumps(want[k])}: give another --out (runs made otherwise are not "
+                    f"mixed)"
+                )
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -213,6 +236,7 @@ def run(
     workers or Dask cluster), as many at a time as it has workers, writing each file as
     its batch ends. Returns how many failed."""
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    check_out(study, out)
     opts = dataclasses.replace(options or SweepOptions(), progress=False)
     batch = max(1, opts.workers or os.cpu_count() or 1) if opts.dask is None else 64
     # seed by seed, so that a study stopped early holds whole seeds to pair schemes on
@@ -299,7 +323,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StudyError as e:
         print(f"cosched: {e}", file=sys.stderr)
         return 2
-    failed = 0 if a.report_only else run(study, todo, a.out, progress=True)
+    try:
+        failed = 0 if a.report_only else run(study, todo, a.out, progress=True)
+    except StudyError as e:
+        print(f"cosched: {e}", file=sys.stderr)
+        return 2
     studyreport.write(study, a.out, a.spec)
     return 1 if failed else 0
 

@@ -69,6 +69,29 @@ def test_fluid_options_reach_the_runs(tmp_path: Path) -> None:
     assert study.params_of(study.load_spec(f), study.cells(s)[0])["fluid"] is None
 
 
+def test_runs_made_with_other_fluid_options_are_not_mixed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "s.toml"
+    parts = '[[parts]]\nname = "x"\nworkloads = ["WL6"]\nschemes = ["sb"]\njobs = 2\n'
+    f.write_text("[cdc]\nfluid = {whole_reps = true}\n" + parts)
+    s = study.load_spec(f)
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    c = study.cells(s)[0]
+    run = {"cell": c, "params": study.params_of(s, c)}
+    study.run_file(out, c).write_text(json.dumps(run))
+    study.check_out(s, out)  # the same options: resumed, no complaint
+    f.write_text('kind = "cdc-sim"\n[cdc]\nfluid = true\n' + parts)
+    with pytest.raises(study.StudyError, match=r"ran with fluid = .*whole_reps.*another --out"):
+        study.run(study.load_spec(f), [], out, progress=False)
+    capsys.readouterr()
+    assert study.main([str(f), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "ran with fluid" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [study.run_file(out, c).name]
+
+
 @pytest.mark.parametrize("value", ["{jump_far = true}", '"yes"', '{whole_reps = "on"}'])
 def test_a_bad_fluid_option_is_one_line(tmp_path: Path, value: str) -> None:
     f = tmp_path / "s.toml"
