@@ -9,7 +9,11 @@
 * ``speeds`` -- per-node speeds (a list, or ``"paper"``), ``nodes`` their count;
 * ``platform`` -- ``paper`` or ``testbed`` with overrides (platform.py);
 * ``fluid`` -- null (exact) or the fluid windows ``{settle_s, measure_s, tail_s,
-  min_jump_s}``.
+  min_jump_s}``;
+* ``record`` -- optional, true: the summary adds ``records``, per application the
+  processes' records summed (engine.ProcRecord: CPU, boost, waits, contested
+  decisions), on the fast (speed 1) and the slow nodes apart. Absent, the summary is
+  as before it existed.
 
 The summary holds the means the reports print (response = wait + execution,
 the wait share of response, BCR, MD), per application, and the simulator's
@@ -78,6 +82,28 @@ def summarize(res: CdcResult) -> dict[str, Any]:
     }
 
 
+RECORD_FIELDS = ("cpu_s", "spin_s", "held_s", "msg_wait_s", "pending_s", "contested", "won",
+                 "w_r_sum", "msgs_sum")  # fmt: skip
+
+
+def records(res: CdcResult) -> dict[str, dict[str, dict[str, float]]]:
+    """Per application and node class (``fast``: speed 1, ``slow``), the sums of its
+    processes' records and of their lives (``life_s``: their job's execution each)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    top = max((r.speed for j in res.jobs for r in j.procs), default=1.0)
+    for j in res.jobs:
+        if math.isnan(j.end):
+            continue
+        app = out.setdefault(j.app, {})
+        for r in j.procs:
+            d = app.setdefault("fast" if r.speed >= top else "slow", {"procs": 0, "life_s": 0.0})
+            d["procs"] += 1
+            d["life_s"] += j.execution
+            for k in RECORD_FIELDS:
+                d[k] = d.get(k, 0) + getattr(r, k)
+    return {a: dict(sorted(v.items())) for a, v in sorted(out.items())}
+
+
 def fluid_of(spec: Mapping[str, Any] | None) -> Fluid | None:
     return None if spec is None else Fluid(**dict(spec))
 
@@ -96,6 +122,7 @@ def build(params: Mapping[str, Any], seed: int) -> tuple[CdcSim, list[SimJobSpec
         platform,
         seed=seed,
         fluid=fluid_of(params.get("fluid")),
+        record=bool(params.get("record")),
     )
     return sim, jobs
 
@@ -107,4 +134,6 @@ def run_cdc(params: Mapping[str, Any], seed: int) -> dict[str, Any]:
     out = summarize(res)
     out["jumps"] = sim.jumps
     out["jumped_s"] = sim.jumped_s
+    if params.get("record"):
+        out["records"] = records(res)
     return out

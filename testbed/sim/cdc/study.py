@@ -74,6 +74,7 @@ class Study:
     source: Path = Path("")  # the spec file
     subset_of: str = ""  # the whole study's spec, when this one runs a part of it
     fluid_options: tuple[str, ...] = ()  # of FLUID_OPTIONS, on
+    record: bool = False  # the runs keep their processes' records (run.py, ``record``)
 
 
 def _fluid(path: Path, v: Any) -> tuple[bool, tuple[str, ...]]:
@@ -131,6 +132,7 @@ def spec_from_doc(raw: Mapping[str, Any], path: Path) -> Study:
         source=Path(path),
         subset_of=str(st.get("subset_of", "")),
         fluid_options=fluid_options,
+        record=bool(st.get("record", False)),
     )
 
 
@@ -194,6 +196,8 @@ def params_of(study: Study, c: Mapping[str, Any]) -> dict[str, Any]:
         "speeds": study.speeds,
         "platform": study.platform,
         "fluid": {**FLUID, **dict.fromkeys(study.fluid_options, True)} if study.fluid else None,
+        # only when asked: a spec without it runs (and resumes) exactly as before
+        **({"record": True} if study.record else {}),
     }
 
 

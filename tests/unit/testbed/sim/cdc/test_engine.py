@@ -253,3 +253,30 @@ def test_fluid_past_queued_jumps_over_arrivals_that_start_nothing() -> None:
     assert past.bcr is not None and exact.bcr is not None
     assert abs(past.bcr - exact.bcr) < 0.05
     assert past.events < 0.9 * stop.events
+
+
+@pytest.mark.parametrize("scheme", ["hybrid", "cc-b"])
+def test_process_records_add_up_and_change_no_figure(scheme: str) -> None:
+    """The per-process records (ProcRecord) sum to the jobs' CPU, the boost's CPU and the
+    contests stay within it, and asking for them leaves every figure of the run as it was."""
+    from testbed.sim.cdc.run import run_cdc
+
+    fluid = {"settle_s": 0.5, "measure_s": 1.0, "tail_s": 1.0, "min_jump_s": 2.0}
+    params = {"scheme": scheme, "mpl": 5, "workload": "WL6:jobs=3,load=heavy", "nodes": 16,
+              "speeds": "paper", "platform": "paper", "fluid": fluid}  # fmt: skip
+    plain = run_cdc(params, 1)
+    rec = run_cdc({**params, "record": True}, 1)
+    records = rec.pop("records")
+    for k in ("events", "evaluated", "wall_s"):  # the simulator's own costs
+        plain.pop(k), rec.pop(k)
+    assert rec == plain
+    rs = [r for app in records.values() for r in app.values()]
+    assert {c for app in records.values() for c in app} <= {"fast", "slow"}
+    assert sum(r["procs"] for r in rs) == sum(j[2] for j in plain["per_job"])
+    for r in rs:
+        assert 0 <= r["held_s"] <= r["cpu_s"] + 1e-9 and 0 <= r["won"] <= r["contested"]
+        assert 0 <= r["msg_wait_s"] <= r["life_s"] + 1e-9
+    if scheme == "cc-b":  # CC decides between pending processes: some contests, W_r read
+        assert sum(r["contested"] for r in rs) > 0 and sum(r["msgs_sum"] for r in rs) > 0
+    else:  # HYBRID reads no ERL
+        assert sum(r["w_r_sum"] for r in rs) == 0
