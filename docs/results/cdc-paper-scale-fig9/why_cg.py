@@ -3,7 +3,9 @@
 The engine's per-process records (testbed/sim/cdc/engine.py ``ProcRecord``; a run's
 ``records`` with ``record = true``, testbed/sim/cdc/run.py) summed per application:
 
-* WL5 at once (50 CG jobs): from this study's run files (runs/, made with the records);
+* WL5 at once (50 CG jobs): from this study's run files (runs/, made with the records;
+  one made before them, CC-B's seed 1, is made again with them by ``--run-wl5`` and
+  checked and kept as the WL6 runs are);
 * WL6 heavy, 100 jobs: the committed runs of docs/results/cdc-paper-scale-heavy100 made
   again with the very parameters their files hold plus the records (``--run``); each
   must give the committed file's per-job starts and ends exactly (the records change
@@ -21,7 +23,9 @@ processes (a process's life is its job's execution):
   distinct conflicts; fluid jumps add none): ``cont/s``, such decisions per second of
   life, ``won %``, how many made this process the holder; for CC-B the mean unclamped
   W_r (eq. 4: the lowest over its pending messages of ERL_max − ERL', in units of
-  ERL_max/100) and the mean number of pending messages it carried;
+  ERL_max/100), the mean number of pending messages it carried, and ``top %``, how
+  many of those contests found its W_r at eq. (4)'s top (100: every correspondent
+  already rescheduled), where CC's weights tie and the earliest arrival wins;
 * ``cpu % fast`` / ``slow``: the CPU share on the speed-1 nodes and on the slow ones.
 
     python docs/results/cdc-paper-scale-fig9/why_cg.py --run --seeds 1   # WL6 (minutes)
@@ -55,14 +59,20 @@ def simulate(path: Path) -> dict[str, Any]:
     return {"file": str(path.relative_to(HERE.parent)), "records": got["records"]}
 
 
-def run(seeds: list[int], schemes: list[str]) -> None:
+def run(seeds: list[int], schemes: list[str], wl5: bool) -> None:
     kept: dict[str, Any] = json.loads(KEEP.read_text()) if KEEP.exists() else {}
     for k in seeds:
         for s in schemes:
-            f = HEAVY / f"WL6-heavy-j100-{s}-mpl5-s{k}.json"
-            key = f"{WL6}|{s}|{k}"
-            if key in kept or not f.exists():
-                continue
+            if wl5:
+                f = HERE / "runs" / f"WL5-at_once-j50-{s}-mpl5-s{k}.json"
+                key = f"{WL5}|{s}|{k}"
+                if key in kept or not f.exists() or "records" in json.loads(f.read_text()):
+                    continue
+            else:
+                f = HEAVY / f"WL6-heavy-j100-{s}-mpl5-s{k}.json"
+                key = f"{WL6}|{s}|{k}"
+                if key in kept or not f.exists():
+                    continue
             print(f"simulating {f.name} with the records ...", file=sys.stderr, flush=True)
             kept[key] = simulate(f)
             KEEP.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
@@ -73,17 +83,14 @@ def collect() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     kept: dict[str, Any] = json.loads(KEEP.read_text()) if KEEP.exists() else {}
     for key, v in kept.items():
-        _label, s, k = key.split("|")
-        doc = json.loads((HEAVY / f"WL6-heavy-j100-{s}-mpl5-s{k}.json").read_text())
+        doc = json.loads((HERE.parent / v["file"]).read_text())
         out[key] = {"records": v["records"], "by_app": doc["by_app"]}
     for f in sorted((HERE / "runs").glob("WL5-at_once-j50-*.json")):
         doc = json.loads(f.read_text())
+        c = doc["cell"]
+        key = f"{WL5}|{c['scheme']}|{c['seed']}"
         if "records" in doc:
-            c = doc["cell"]
-            out[f"{WL5}|{c['scheme']}|{c['seed']}"] = {
-                "records": doc["records"],
-                "by_app": doc["by_app"],
-            }
+            out[key] = {"records": doc["records"], "by_app": doc["by_app"]}
     return out
 
 
@@ -100,7 +107,7 @@ def table(data: dict[str, dict[str, Any]]) -> None:
         print(f"{label}, MPL 5, 16 paper nodes; seeds {', '.join(map(str, seeds))}, summed")
         print(f"{'scheme':7} {'app':4} {'procs':>5} {'exec s':>7} {'cpu %':>6} {'held %':>6} "
               f"{'wait %':>6} {'pend %':>6} {'cont/s':>7} {'won %':>6} {'W_r':>6} "
-              f"{'msgs':>5} {'cpu% fast':>9} {'cpu% slow':>9}")  # fmt: skip
+              f"{'msgs':>5} {'top %':>5} {'cpu% fast':>9} {'cpu% slow':>9}")  # fmt: skip
         for s in SCHEMES:
             runs = [data[f"{label}|{s}|{k}"] for k in seeds if f"{label}|{s}|{k}" in data]
             if len(runs) != len(seeds):
@@ -119,11 +126,12 @@ def table(data: dict[str, dict[str, Any]]) -> None:
                 cc = cont and s.startswith("cc")
                 wr = f"{_sum(both, 'w_r_sum') / cont:6.1f}" if cc else "     –"
                 ms = f"{_sum(both, 'msgs_sum') / cont:5.2f}" if cc else "    –"
+                top = f"{100 * _sum(both, 'w_r_top') / cont:5.1f}" if cc else "    –"
                 won_pct = f"{100 * won / cont:6.1f}" if cont else "     –"
                 ex = sum(r["by_app"][a]["execution_s"] for r in runs) / len(runs)
                 print(f"{s:7} {a:4} {int(_sum(both, 'procs')):5d} {ex:7.1f} {pct('cpu_s'):6.1f} "
                       f"{pct('held_s'):6.1f} {pct('msg_wait_s'):6.1f} {pct('pending_s'):6.1f} "
-                      f"{cont / life:7.2f} {won_pct} {wr} {ms} "
+                      f"{cont / life:7.2f} {won_pct} {wr} {ms} {top} "
                       f"{pct('cpu_s', fast):9.1f} {pct('cpu_s', slow):9.1f}")  # fmt: skip
         print()
 
@@ -133,9 +141,10 @@ def main() -> None:
     ap.add_argument("--run", action="store_true", help="simulate the WL6 cells missing, keep")
     ap.add_argument("--seeds", default="1", help="comma-separated seeds to simulate (--run)")
     ap.add_argument("--schemes", default="hybrid,cc-b", help="schemes to simulate (--run)")
+    ap.add_argument("--run-wl5", action="store_true", help="WL5 runs made without records")
     a = ap.parse_args()
-    if a.run:
-        run([int(x) for x in a.seeds.split(",")], a.schemes.split(","))
+    if a.run or a.run_wl5:
+        run([int(x) for x in a.seeds.split(",")], a.schemes.split(","), a.run_wl5)
         return
     print("# $ python why_cg.py   (in docs/results/cdc-paper-scale-fig9; WL6 from why_cg.json)")
     table(collect())

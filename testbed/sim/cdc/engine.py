@@ -67,7 +67,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.cdc.erl import PendingMsg, unclamped_w_r
+from agent.cdc.erl import W_R_MAX, PendingMsg, unclamped_w_r
 from agent.cdc.node import NodeCdc
 from agent.cdc.schemes import CCB, CCS, PB, Event, Hybrid, ProcView, make_scheme
 from agent.cdc.schemes import _ArrivalOrder as ArrivalOrder
@@ -141,7 +141,8 @@ class ProcRecord:
     ``CdcSim(record=True)``, the evaluated decisions at which two or more of the node's
     processes were pending (``contested``), how many of those made this one the holder
     (``won``), and, for CC, the sum over them of its unclamped W_r (eq. 4) and of its
-    pending messages."""
+    pending messages, and at how many of those its W_r was at eq. (4)'s top, 100 (``w_r_top``:
+    every correspondent rescheduled, ERL' <= 0, where weights tie)."""
 
     node: int
     speed: float
@@ -154,6 +155,7 @@ class ProcRecord:
     won: int = 0
     w_r_sum: float = 0.0
     msgs_sum: int = 0
+    w_r_top: int = 0
 
 
 @dataclass
@@ -1512,7 +1514,9 @@ class CdcSim:
             r.contested += 1
             r.won += k == key
             if self.uses_erl:
-                r.w_r_sum += unclamped_w_r(v.pending, t, emax) or 0.0
+                u = unclamped_w_r(v.pending, t, emax) or 0.0
+                r.w_r_sum += u
+                r.w_r_top += u >= W_R_MAX
                 r.msgs_sum += len(v.pending)
 
     def _tick_at(self, nd: _Node, k: int) -> None:

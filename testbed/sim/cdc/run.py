@@ -83,7 +83,7 @@ def summarize(res: CdcResult) -> dict[str, Any]:
 
 
 RECORD_FIELDS = ("cpu_s", "spin_s", "held_s", "msg_wait_s", "pending_s", "contested", "won",
-                 "w_r_sum", "msgs_sum")  # fmt: skip
+                 "w_r_sum", "msgs_sum", "w_r_top")  # fmt: skip
 
 
 def records(res: CdcResult) -> dict[str, dict[str, dict[str, float]]]:
