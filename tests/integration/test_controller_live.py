@@ -230,16 +230,7 @@ def test_dhc_on_the_live_cluster(live: Live) -> None:
     assert m["policy"] == "dhc" and m["tree"]["controllers"], m
     text = render_matrix(m)
     assert "DHC tree" in text and "level 1 #0" in text, text
-    violations, samples = count_violations(live, 1.5, min_samples=101)
-    assert samples > 100 and violations == 0, (violations, samples)
-    end = time.monotonic() + 90
-    while True:
-        recs = {r["job_id"]: r for r in live.req("jobs", all=True)}
-        if all(recs[j]["state"] in ("done", "failed", "killed") for j in ids):
-            break
-        assert time.monotonic() < end, recs
-        time.sleep(0.2)
-    assert all(recs[j]["state"] == "done" for j in ids), recs
+    _never_two_thawed_then_all_done(live, ids)
 
 
 @pytest.mark.root
@@ -254,6 +245,11 @@ def test_buddy_placement_on_the_live_cluster(live: Live) -> None:
     time.sleep(0.3)
     slots = live.req("matrix")["slots"]
     assert slots[:2] == [[ids[0], ids[1]], [ids[2], ids[2]]], slots
+    _never_two_thawed_then_all_done(live, ids)
+
+
+def _never_two_thawed_then_all_done(live: Live, ids: list[int]) -> None:
+    """No node shows two jobs THAWED (over 100 samples or more); then every job ends done."""
     violations, samples = count_violations(live, 1.5, min_samples=101)
     assert samples > 100 and violations == 0, (violations, samples)
     end = time.monotonic() + 90
