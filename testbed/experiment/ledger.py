@@ -63,7 +63,7 @@ CHN = (
 CF = "cdc-paper-scale-fig9"  # issue 24: Fig. 9's WL5, 50 CG jobs at once
 CFN = (
     "in the simulator: 16 nodes at the paper's two speeds; WL5's 50 CG jobs at once, MPL 5, "
-    "SB, HYBRID and CC-B only, one seed (no seed-to-seed spread); fluid mode's whole_reps "
+    "SB, HYBRID and CC-B only, seeds 1-3 (the paper: one run); fluid mode's whole_reps "
     "option (past_queued has nothing to act on when every job arrives at once)"
 )
 
